@@ -1,0 +1,433 @@
+"""candle_bind: a torch-shaped API over Hugging Face's Candle.
+
+    import candle_bind as torch
+"""
+
+from __future__ import annotations
+
+import builtins as _builtins
+import contextlib as _contextlib
+import functools as _functools
+from typing import NamedTuple as _NamedTuple
+
+from . import _C
+from ._C import (
+    CandleError,
+    DeviceError,
+    DTypeError,
+    ShapeError,
+    Tensor,
+    arange,
+    as_tensor,
+    cat,
+    empty,
+    empty_like,
+    eye,
+    from_numpy,
+    full,
+    full_like,
+    get_num_threads,
+    manual_seed,
+    ones,
+    ones_like,
+    promote_types,
+    rand,
+    rand_like,
+    randint,
+    randn,
+    randn_like,
+    randperm,
+    result_type,
+    seed,
+    set_num_threads,
+    stack,
+    tensor,
+    zeros,
+    zeros_like,
+)
+from ._C import device, dtype
+from ._size import Size
+from . import return_types
+
+__version__ = _C.__version__
+
+# dtypes and torch's aliases
+bool = _C.bool  # noqa: A001 - torch's name
+uint8 = _C.uint8
+int32 = _C.int32
+int64 = _C.int64
+float16 = _C.float16
+bfloat16 = _C.bfloat16
+float32 = _C.float32
+float64 = _C.float64
+long = int64
+int = int32  # noqa: A001
+half = float16
+float = float32  # noqa: A001
+double = float64
+
+concat = cat
+concatenate = cat
+
+# torch.<op>(input, ...) for every Tensor method torch also exposes as a function.
+_METHOD_FUNCTIONS = (
+    "abs", "acos", "add", "all", "amax", "amin", "any", "argmax", "argmin", "asin", "atan",
+    "bitwise_and", "bitwise_or", "bitwise_xor", "bmm", "ceil", "chunk", "clamp", "clamp_max",
+    "clamp_min", "clip", "clone", "cos", "cosh", "count_nonzero", "cumprod", "cumsum", "detach",
+    "div", "divide", "dot", "eq", "erf", "exp", "expm1", "fix", "flatten", "flip", "fliplr",
+    "flipud", "floor", "floor_divide", "ge", "gt", "isfinite", "isinf", "isnan", "isneginf",
+    "isposinf", "le", "lerp", "log", "log10", "log1p", "log2", "log_softmax", "logical_and",
+    "logical_not", "logical_or", "logical_xor", "logsumexp", "lt", "matmul", "maximum", "mean",
+    "minimum", "mm", "mul", "multiply", "mv", "nan_to_num", "nansum", "narrow", "ne", "neg",
+    "negative", "norm", "numel", "outer", "permute", "pow", "prod", "reciprocal", "relu",
+    "remainder", "repeat_interleave", "reshape", "roll", "round", "rsqrt", "sigmoid", "sign",
+    "sin", "sinh", "softmax", "split", "sqrt", "square", "squeeze", "std", "sub", "subtract",
+    "sum", "swapaxes", "swapdims", "t", "tan", "tanh", "transpose", "tril", "triu", "true_divide",
+    "trunc", "unbind", "unflatten", "unsqueeze", "var",
+)
+for _name in _METHOD_FUNCTIONS:
+    globals()[_name] = getattr(Tensor, _name)
+del _name
+
+
+def max(input, dim=None, keepdim=False, *, out=None):  # noqa: A001
+    """torch.max(input), torch.max(input, dim, keepdim) or torch.max(input, other)."""
+    return input.max(dim, keepdim)
+
+
+def min(input, dim=None, keepdim=False, *, out=None):  # noqa: A001
+    """torch.min(input), torch.min(input, dim, keepdim) or torch.min(input, other)."""
+    return input.min(dim, keepdim)
+
+
+def where(condition, input=None, other=None):
+    """torch.where(condition, input, other); the one-argument form returns nonzero indices."""
+    if input is None and other is None:
+        raise NotImplementedError("torch.where(condition) (nonzero indices) is not supported by candle_bind yet")
+    return _C.where(condition, input, other)
+
+
+def broadcast_to(input, size):
+    return input.broadcast_to(size)
+
+
+def broadcast_shapes(*shapes):
+    out: list = []
+    for s in shapes:
+        s = (s,) if isinstance(s, _builtins.int) else tuple(s)
+        if len(s) > len(out):
+            out = [1] * (len(s) - len(out)) + out
+        for i, d in enumerate(s, len(out) - len(s)):
+            if out[i] == 1:
+                out[i] = d
+            elif d != 1 and d != out[i]:
+                raise RuntimeError(f"Shape mismatch: objects cannot be broadcast to a single shape. Mismatch is at dim {i}")
+    return Size(out)
+
+
+def hstack(tensors):
+    return cat(tensors, 0 if tensors[0].dim() == 1 else 1)
+
+
+def vstack(tensors):
+    return cat([t.unsqueeze(0) if t.dim() == 1 else t for t in tensors], 0)
+
+
+def is_tensor(obj) -> _builtins.bool:
+    return isinstance(obj, Tensor)
+
+
+def is_floating_point(input) -> _builtins.bool:
+    return input.is_floating_point()
+
+
+def numel(input) -> _builtins.int:
+    return input.numel()
+
+
+def einsum(equation: str, *operands):
+    """einsum over explicit equations (``ij,jk->ik``) and implicit ones; ``...`` for leading dims."""
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    eq = equation.replace(" ", "")
+    lhs, _, rhs = eq.partition("->")
+    inputs = lhs.split(",")
+    if len(inputs) != len(operands):
+        raise ValueError("einsum(): more operands were provided than specified in the equation")
+    # Expand "..." to unique upper-case letters per broadcast dim.
+    nell = _builtins.max((t.dim() - len(s.replace("...", "")) for s, t in zip(inputs, operands) if "..." in s), default=0)
+    ell = "".join(chr(ord("A") + i) for i in range(nell))
+    inputs = [s.replace("...", ell[nell - (t.dim() - len(s.replace("...", ""))):]) for s, t in zip(inputs, operands)]
+    if "->" not in eq:
+        counts: dict = {}
+        for s in inputs:
+            for c in s:
+                counts[c] = counts.get(c, 0) + 1
+        rhs = ell + "".join(sorted(c for c, n in counts.items() if n == 1 and c not in ell))
+    else:
+        rhs = rhs.replace("...", ell)
+    letters = list(dict.fromkeys("".join(inputs) + rhs))
+    sizes: dict = {}
+    aligned = []
+    for s, t in zip(inputs, operands):
+        if len(s) != t.dim():
+            raise RuntimeError(f"einsum(): the number of subscripts in the equation ({len(s)}) does not match the number of dimensions ({t.dim()}) for operand")
+        # Repeated letters in one operand (a diagonal) are not supported.
+        if len(set(s)) != len(s):
+            raise NotImplementedError("einsum(): repeated subscripts in one operand are not supported yet")
+        for c, d in zip(s, t.shape):
+            if d != 1:
+                if sizes.get(c, d) != d:
+                    raise RuntimeError(f"einsum(): operands do not broadcast with remapped shapes (original->remapped)")
+                sizes[c] = d
+        order = [s.index(c) for c in letters if c in s]
+        x = t.permute(*order) if order else t
+        shape = [t.shape[s.index(c)] if c in s else 1 for c in letters]
+        aligned.append(x.reshape(*shape))
+    # Two operands contracting shared letters: a batched matmul.
+    if len(aligned) == 2:
+        return _einsum_pair(aligned, letters, inputs, rhs, sizes)
+    out = aligned[0]
+    for x in aligned[1:]:
+        out = out * x
+    reduce = [i for i, c in enumerate(letters) if c not in rhs]
+    if reduce:
+        out = out.sum(reduce)
+    kept = [c for c in letters if c in rhs]
+    return out.permute(*[kept.index(c) for c in rhs]) if kept else out
+
+
+def _einsum_pair(aligned, letters, inputs, rhs, sizes):
+    a, b = aligned
+    sa, sb = inputs
+    contract = [c for c in letters if c in sa and c in sb and c not in rhs]
+    batch = [c for c in letters if c in sa and c in sb and c in rhs]
+    only_a = [c for c in letters if c in sa and c not in sb]
+    only_b = [c for c in letters if c in sb and c not in sa]
+    summed_alone = [c for c in only_a + only_b if c not in rhs]
+    if summed_alone or any(c not in sa and c not in sb for c in letters):
+        out = a * b
+        reduce = [i for i, c in enumerate(letters) if c not in rhs]
+        if reduce:
+            out = out.sum(reduce)
+        kept = [c for c in letters if c in rhs]
+        return out.permute(*[kept.index(c) for c in rhs])
+    pos = {c: i for i, c in enumerate(letters)}
+    size = lambda cs: _functools.reduce(lambda x, c: x * sizes.get(c, 1), cs, 1)  # noqa: E731
+    bsz = [sizes.get(c, 1) for c in batch]
+    a2 = a.permute(*[pos[c] for c in batch + only_a + contract + only_b]).reshape(*bsz, size(only_a), size(contract))
+    b2 = b.permute(*[pos[c] for c in batch + contract + only_b + only_a]).reshape(*bsz, size(contract), size(only_b))
+    out = (a2 @ b2).reshape(*bsz, *[sizes.get(c, 1) for c in only_a], *[sizes.get(c, 1) for c in only_b])
+    kept = batch + only_a + only_b
+    return out.permute(*[kept.index(c) for c in rhs]) if kept else out
+
+
+def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False):
+    """linspace with torch's symmetric evaluation (steps 0 and 1 included)."""
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
+    if steps == 0:
+        return empty(0, dtype=dtype, device=device)
+    if steps == 1:
+        return full((1,), _builtins.float(start), dtype=dtype or float32, device=device)
+    step = (end - start) / (steps - 1)
+    half_n = steps // 2
+    vals = [start + step * i if i < half_n else end - step * (steps - 1 - i) for i in range(steps)]
+    return tensor(vals, dtype=dtype or float32, device=device)
+
+
+def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
+    lin = linspace(start, end, steps, dtype=float64, device=device)
+    out = _C.full((), base, dtype=float64) ** lin if steps else lin
+    return out.to(dtype or float32)
+
+
+# ---- dtype info ----
+
+class finfo(_NamedTuple):
+    """Machine limits for a float dtype (torch.finfo)."""
+
+    bits: _builtins.int
+    eps: _builtins.float
+    max: _builtins.float
+    min: _builtins.float
+    tiny: _builtins.float
+    smallest_normal: _builtins.float
+    resolution: _builtins.float
+    dtype: str
+
+    @classmethod
+    def _of(cls, d=None):
+        d = float32 if d is None else d
+        table = {
+            "float16": (16, 2.0**-10, 65504.0, 2.0**-14, 1e-3),
+            "bfloat16": (16, 2.0**-7, 3.3895313892515355e38, 1.1754943508222875e-38, 1e-2),
+            "float32": (32, 2.0**-23, 3.4028234663852886e38, 1.1754943508222875e-38, 1e-6),
+            "float64": (64, 2.0**-52, 1.7976931348623157e308, 2.2250738585072014e-308, 1e-15),
+        }
+        name = repr(d).rsplit(".", 1)[-1]
+        if name not in table:
+            raise TypeError("torch.finfo() requires a floating point input type. Use torch.iinfo to handle 'torch.finfo'")
+        bits, eps, mx, tiny, res = table[name]
+        return cls(bits, eps, mx, -mx, tiny, tiny, res, name)
+
+
+class iinfo(_NamedTuple):
+    """Machine limits for an integer dtype (torch.iinfo)."""
+
+    bits: _builtins.int
+    max: _builtins.int
+    min: _builtins.int
+    dtype: str
+
+    @classmethod
+    def _of(cls, d):
+        table = {"uint8": (8, 255, 0), "int32": (32, 2**31 - 1, -(2**31)), "int64": (64, 2**63 - 1, -(2**63)),
+                 "bool": (8, 1, 0)}
+        name = repr(d).rsplit(".", 1)[-1]
+        if name not in table:
+            raise TypeError("torch.iinfo() requires an integer input type. Use torch.finfo to handle 'torch.iinfo'")
+        bits, mx, mn = table[name]
+        return cls(bits, mx, mn, name)
+
+
+_finfo_cls, _iinfo_cls = finfo, iinfo
+
+
+def finfo(type=None):  # type: ignore[no-redef]  # noqa: A002, F811
+    return _finfo_cls._of(type)
+
+
+def iinfo(type):  # type: ignore[no-redef]  # noqa: A002, F811
+    return _iinfo_cls._of(type)
+
+
+def get_default_dtype():
+    return float32
+
+
+def is_grad_enabled() -> _builtins.bool:
+    return _grad_enabled[0]
+
+
+def is_inference_mode_enabled() -> _builtins.bool:
+    return _inference[0]
+
+
+# ---- grad-mode surface (no autograd: these only track the flag torch code reads) ----
+
+_grad_enabled = [True]
+_inference = [False]
+
+
+class _GradMode(_contextlib.ContextDecorator):
+    def __init__(self, enabled: _builtins.bool = False):
+        self._enabled = enabled
+        self._prev: list = []
+
+    def __enter__(self):
+        self._prev.append(_grad_enabled[0])
+        _grad_enabled[0] = self._enabled
+        return self
+
+    def __exit__(self, *exc):
+        _grad_enabled[0] = self._prev.pop()
+        return False
+
+    def __call__(self, func=None):
+        # Both `@no_grad` and `@no_grad()` work, as in torch.
+        if func is None:
+            return self
+        return super().__call__(func)
+
+
+class no_grad(_GradMode):
+    """Context manager and decorator; candle_bind never records gradients."""
+
+    def __init__(self):
+        super().__init__(False)
+
+    def __new__(cls, func=None):
+        self = super().__new__(cls)
+        if callable(func):
+            self.__init__()
+            return self(func)
+        return self
+
+
+class enable_grad(_GradMode):
+    def __init__(self):
+        super().__init__(True)
+
+    def __new__(cls, func=None):
+        self = super().__new__(cls)
+        if callable(func):
+            self.__init__()
+            return self(func)
+        return self
+
+
+class set_grad_enabled(_GradMode):
+    def __init__(self, mode: _builtins.bool):
+        super().__init__(mode)
+        _grad_enabled[0] = mode  # torch sets the mode on construction, too
+
+
+class inference_mode(_GradMode):
+    def __init__(self, mode: _builtins.bool = True):
+        super().__init__(not mode)
+        self._mode = mode
+
+    def __new__(cls, mode=True):
+        self = super().__new__(cls)
+        if callable(mode):
+            self.__init__()
+            return self(mode)
+        return self
+
+    def __enter__(self):
+        _inference.append(self._mode)
+        return super().__enter__()
+
+    def __exit__(self, *exc):
+        _inference.pop()
+        return super().__exit__(*exc)
+
+
+# ---- devices ----
+
+class _Cuda:
+    """`candle_bind.cuda`: availability of the CUDA build's devices."""
+
+    @staticmethod
+    def is_available() -> _builtins.bool:
+        return _C.cuda_is_available()
+
+    @staticmethod
+    def device_count() -> _builtins.int:
+        return _C.cuda_device_count()
+
+    @staticmethod
+    def manual_seed(seed: _builtins.int) -> None:
+        manual_seed(seed)
+
+    manual_seed_all = manual_seed
+
+    @staticmethod
+    def synchronize(device=None) -> None:
+        return None
+
+
+cuda = _Cuda()
+
+__all__ = [
+    "CandleError", "DTypeError", "DeviceError", "ShapeError", "Size", "Tensor", "arange", "as_tensor",
+    "bfloat16", "bool", "broadcast_shapes", "broadcast_to", "cat", "concat", "concatenate", "cuda", "device",
+    "double", "dtype", "einsum", "empty", "empty_like", "enable_grad", "eye", "finfo", "float", "float16",
+    "float32", "float64", "from_numpy", "full", "full_like", "get_default_dtype", "get_num_threads", "half",
+    "hstack", "iinfo", "inference_mode", "int", "int32", "int64", "is_floating_point", "is_grad_enabled",
+    "is_tensor", "linspace", "logspace", "long", "manual_seed", "max", "min", "no_grad", "numel", "ones",
+    "ones_like", "promote_types", "rand", "rand_like", "randint", "randn", "randn_like", "randperm",
+    "result_type", "return_types", "seed", "set_grad_enabled", "set_num_threads", "stack", "tensor", "uint8",
+    "vstack", "where", "zeros", "zeros_like", *_METHOD_FUNCTIONS,
+]

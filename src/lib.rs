@@ -1,0 +1,74 @@
+//! The native module `candle_bind._C`: wiring only; each area lives in its own file.
+
+mod device;
+mod dtype;
+mod error;
+mod tensor;
+
+use pyo3::prelude::*;
+
+#[pyfunction]
+fn get_num_threads() -> usize {
+    rayon::current_num_threads()
+}
+
+/// Sets the intra-op thread count for this process: Candle's rayon pool (built once, on first use)
+/// and its quantized-matmul pool read these variables.
+#[pyfunction]
+fn set_num_threads(n: usize) -> PyResult<()> {
+    if n == 0 {
+        return Err(error::value_err("set_num_threads expects a positive integer"));
+    }
+    // SAFETY: called with the GIL held, before or between ops; no other thread reads the env here.
+    unsafe {
+        std::env::set_var("RAYON_NUM_THREADS", n.to_string());
+        std::env::set_var("CANDLE_NUM_THREADS", n.to_string());
+    }
+    if rayon::ThreadPoolBuilder::new().num_threads(n).build_global().is_err() && rayon::current_num_threads() != n {
+        return Err(error::runtime_err(format!(
+            "the thread pool is already running with {} threads; set_num_threads({n}) must come before the first op \
+             (or set RAYON_NUM_THREADS)",
+            rayon::current_num_threads()
+        )));
+    }
+    Ok(())
+}
+
+#[pymodule]
+#[pyo3(name = "_C")]
+mod candle_bind_c {
+    #[pymodule_export]
+    use crate::device::{cuda_device_count, cuda_is_available, PyDevice};
+    #[pymodule_export]
+    use crate::dtype::PyDType;
+    #[pymodule_export]
+    use crate::error::{CandleError, DTypeError, DeviceError, ShapeError};
+    #[pymodule_export]
+    use crate::tensor::arith::{promote_types, result_type, where_fn};
+    #[pymodule_export]
+    use crate::tensor::convert::from_numpy;
+    #[pymodule_export]
+    use crate::tensor::creation::{
+        arange, as_tensor, empty, empty_like, eye, full, full_like, manual_seed, ones, ones_like, rand, rand_like,
+        randint, randn, randn_like, randperm, seed, tensor, zeros, zeros_like,
+    };
+    #[pymodule_export]
+    use crate::tensor::shape::{cat, stack};
+    #[pymodule_export]
+    use crate::tensor::PyTensor;
+    #[pymodule_export]
+    use super::{get_num_threads, set_num_threads};
+
+    use pyo3::prelude::*;
+
+    #[pymodule_init]
+    fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
+        let py = m.py();
+        for d in crate::dtype::ALL {
+            m.add(d.name(), crate::dtype::PyDType::object(py, d))?;
+        }
+        m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+        m.add("cuda_compiled", cfg!(feature = "cuda"))?;
+        Ok(())
+    }
+}

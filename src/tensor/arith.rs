@@ -1,0 +1,1034 @@
+//! Arithmetic: operators with torch's type promotion and broadcasting, elementwise math, matmul.
+#![allow(unused_comparisons)]
+
+use candle_core::{Device, Tensor};
+use pyo3::prelude::*;
+
+use super::kernels::{erf_f32, exp_f32, sigmoid_f32, tanh_f32};
+use super::{
+    broadcast_dims, cast, is_cpu, map_cpu, with_dtype, zip_cpu, Arg, Operand, Promotion, PyTensor, Scalar,
+};
+use crate::dtype::DType;
+use crate::error::{dtype_err, runtime_err, shape_err, type_err, DeviceError, IntoPyResult};
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum BinOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    FloorDiv,
+    Rem,
+    Pow,
+    Maximum,
+    Minimum,
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    And,
+    Or,
+    Xor,
+}
+
+impl BinOp {
+    fn is_cmp(self) -> bool {
+        matches!(self, BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge)
+    }
+    fn name(self) -> &'static str {
+        match self {
+            BinOp::Add => "add",
+            BinOp::Sub => "sub",
+            BinOp::Mul => "mul",
+            BinOp::Div => "div",
+            BinOp::FloorDiv => "floor_divide",
+            BinOp::Rem => "remainder",
+            BinOp::Pow => "pow",
+            BinOp::Maximum => "maximum",
+            BinOp::Minimum => "minimum",
+            BinOp::Eq => "eq",
+            BinOp::Ne => "ne",
+            BinOp::Lt => "lt",
+            BinOp::Le => "le",
+            BinOp::Gt => "gt",
+            BinOp::Ge => "ge",
+            BinOp::And => "bitwise_and",
+            BinOp::Or => "bitwise_or",
+            BinOp::Xor => "bitwise_xor",
+        }
+    }
+}
+
+/// Python-style floor division and remainder for floats, as torch computes them.
+#[inline(always)]
+fn floordiv_f<T: num_like::F>(a: T, b: T) -> T {
+    if b == T::ZERO {
+        return a / b;
+    }
+    let m = a % b;
+    let mut div = (a - m) / b;
+    if m != T::ZERO && ((b < T::ZERO) != (m < T::ZERO)) {
+        div = div - T::ONE;
+    }
+    if div != T::ZERO {
+        let f = div.floor();
+        if div - f > T::HALF {
+            f + T::ONE
+        } else {
+            f
+        }
+    } else {
+        T::ZERO.copysign(a / b)
+    }
+}
+
+#[inline(always)]
+fn rem_f<T: num_like::F>(a: T, b: T) -> T {
+    let m = a % b;
+    if m != T::ZERO && ((b < T::ZERO) != (m < T::ZERO)) {
+        m + b
+    } else {
+        m
+    }
+}
+
+mod num_like {
+    pub trait F:
+        Copy
+        + PartialOrd
+        + std::ops::Add<Output = Self>
+        + std::ops::Sub<Output = Self>
+        + std::ops::Div<Output = Self>
+        + std::ops::Rem<Output = Self>
+    {
+        const ZERO: Self;
+        const ONE: Self;
+        const HALF: Self;
+        fn floor(self) -> Self;
+        fn copysign(self, s: Self) -> Self;
+    }
+    macro_rules! imp {
+        ($t:ty) => {
+            impl F for $t {
+                const ZERO: Self = 0.0;
+                const ONE: Self = 1.0;
+                const HALF: Self = 0.5;
+                fn floor(self) -> Self {
+                    <$t>::floor(self)
+                }
+                fn copysign(self, s: Self) -> Self {
+                    <$t>::copysign(self, s)
+                }
+            }
+        };
+    }
+    imp!(f32);
+    imp!(f64);
+}
+
+macro_rules! float_binop {
+    ($T:ty, $op:expr, $a:expr, $b:expr, $dims:expr) => {
+        match $op {
+            BinOp::Add => zip_cpu::<$T, $T, _>($a, $b, $dims, |x, y| x + y),
+            BinOp::Sub => zip_cpu::<$T, $T, _>($a, $b, $dims, |x, y| x - y),
+            BinOp::Mul => zip_cpu::<$T, $T, _>($a, $b, $dims, |x, y| x * y),
+            BinOp::Div => zip_cpu::<$T, $T, _>($a, $b, $dims, |x, y| x / y),
+            BinOp::FloorDiv => zip_cpu::<$T, $T, _>($a, $b, $dims, floordiv_f::<$T>),
+            BinOp::Rem => zip_cpu::<$T, $T, _>($a, $b, $dims, rem_f::<$T>),
+            BinOp::Pow => zip_cpu::<$T, $T, _>($a, $b, $dims, |x, y| x.powf(y)),
+            BinOp::Maximum => zip_cpu::<$T, $T, _>($a, $b, $dims, |x, y| if x > y || x.is_nan() { x } else { y }),
+            BinOp::Minimum => zip_cpu::<$T, $T, _>($a, $b, $dims, |x, y| if x < y || x.is_nan() { x } else { y }),
+            BinOp::Eq => zip_cpu::<$T, u8, _>($a, $b, $dims, |x, y| (x == y) as u8),
+            BinOp::Ne => zip_cpu::<$T, u8, _>($a, $b, $dims, |x, y| (x != y) as u8),
+            BinOp::Lt => zip_cpu::<$T, u8, _>($a, $b, $dims, |x, y| (x < y) as u8),
+            BinOp::Le => zip_cpu::<$T, u8, _>($a, $b, $dims, |x, y| (x <= y) as u8),
+            BinOp::Gt => zip_cpu::<$T, u8, _>($a, $b, $dims, |x, y| (x > y) as u8),
+            BinOp::Ge => zip_cpu::<$T, u8, _>($a, $b, $dims, |x, y| (x >= y) as u8),
+            BinOp::And | BinOp::Or | BinOp::Xor => Err(dtype_err(format!(
+                "\"{}_cpu\" not implemented for 'Float'",
+                $op.name()
+            ))),
+        }
+    };
+}
+
+macro_rules! int_binop {
+    ($T:ty, $op:expr, $a:expr, $b:expr, $dims:expr) => {
+        match $op {
+            BinOp::Add => zip_cpu::<$T, $T, _>($a, $b, $dims, |x, y| x.wrapping_add(y)),
+            BinOp::Sub => zip_cpu::<$T, $T, _>($a, $b, $dims, |x, y| x.wrapping_sub(y)),
+            BinOp::Mul => zip_cpu::<$T, $T, _>($a, $b, $dims, |x, y| x.wrapping_mul(y)),
+            BinOp::FloorDiv => zip_cpu::<$T, $T, _>($a, $b, $dims, |x, y| {
+                let (q, r) = (x.wrapping_div(y), x.wrapping_rem(y));
+                if r != 0 && ((r < 0) != (y < 0)) { q.wrapping_sub(1) } else { q }
+            }),
+            BinOp::Rem => zip_cpu::<$T, $T, _>($a, $b, $dims, |x, y| {
+                let r = x.wrapping_rem(y);
+                if r != 0 && ((r < 0) != (y < 0)) { r.wrapping_add(y) } else { r }
+            }),
+            BinOp::Pow => zip_cpu::<$T, $T, _>($a, $b, $dims, |x, y| {
+                #[allow(unused_comparisons)]
+                if y < 0 {
+                    #[allow(unused_comparisons)]
+                    match x { 1 => 1, _ if x == (0 as $T).wrapping_sub(1) => if y % 2 == 0 { 1 } else { x }, _ => 0 }
+                } else {
+                    x.wrapping_pow(y.min(u32::MAX as $T) as u32)
+                }
+            }),
+            BinOp::Maximum => zip_cpu::<$T, $T, _>($a, $b, $dims, |x, y| x.max(y)),
+            BinOp::Minimum => zip_cpu::<$T, $T, _>($a, $b, $dims, |x, y| x.min(y)),
+            BinOp::Eq => zip_cpu::<$T, u8, _>($a, $b, $dims, |x, y| (x == y) as u8),
+            BinOp::Ne => zip_cpu::<$T, u8, _>($a, $b, $dims, |x, y| (x != y) as u8),
+            BinOp::Lt => zip_cpu::<$T, u8, _>($a, $b, $dims, |x, y| (x < y) as u8),
+            BinOp::Le => zip_cpu::<$T, u8, _>($a, $b, $dims, |x, y| (x <= y) as u8),
+            BinOp::Gt => zip_cpu::<$T, u8, _>($a, $b, $dims, |x, y| (x > y) as u8),
+            BinOp::Ge => zip_cpu::<$T, u8, _>($a, $b, $dims, |x, y| (x >= y) as u8),
+            BinOp::And => zip_cpu::<$T, $T, _>($a, $b, $dims, |x, y| x & y),
+            BinOp::Or => zip_cpu::<$T, $T, _>($a, $b, $dims, |x, y| x | y),
+            BinOp::Xor => zip_cpu::<$T, $T, _>($a, $b, $dims, |x, y| x ^ y),
+            BinOp::Div => unreachable_div(),
+        }
+    };
+}
+
+fn unreachable_div() -> PyResult<Tensor> {
+    Err(runtime_err("integer true division is computed in floating point"))
+}
+
+/// Any integer zero in `t` (for torch's ZeroDivisionError on integer division).
+fn has_zero(t: &Tensor) -> PyResult<bool> {
+    let z = cast(t, DType::I64, DType::Bool)?; // != 0 per element (dtype here only decides the path)
+    let all = z.to_dtype(candle_core::DType::F32).py()?.min_all().py()?.to_scalar::<f32>().py()?;
+    Ok(all == 0.0 && t.elem_count() > 0)
+}
+
+/// `a <op> b` on tensors that already share a compute dtype; bool results come back as U8.
+fn compute(op: BinOp, a: &Tensor, b: &Tensor, ct: DType) -> PyResult<Tensor> {
+    let dims = broadcast_dims(a.dims(), b.dims())?;
+    if !a.device().same_device(b.device()) {
+        return Err(DeviceError::new_err(format!(
+            "Expected all tensors to be on the same device, but found at least two devices, {:?} and {:?}!",
+            a.device().location(),
+            b.device().location()
+        )));
+    }
+    if !ct.is_float() && matches!(op, BinOp::FloorDiv | BinOp::Rem) && has_zero(b)? {
+        return Err(crate::error::CandleError::new_err("ZeroDivisionError"));
+    }
+    if !is_cpu(a) {
+        return compute_candle(op, a, b);
+    }
+    match ct {
+        DType::F16 | DType::BF16 => {
+            let (a32, b32) = (a.to_dtype(candle_core::DType::F32).py()?, b.to_dtype(candle_core::DType::F32).py()?);
+            let r = float_binop!(f32, op, &a32, &b32, &dims)?;
+            if op.is_cmp() { Ok(r) } else { r.to_dtype(ct.candle()).py() }
+        }
+        DType::F32 => float_binop!(f32, op, a, b, &dims),
+        DType::F64 => float_binop!(f64, op, a, b, &dims),
+        DType::I64 => int_binop!(i64, op, a, b, &dims),
+        DType::I32 => int_binop!(i32, op, a, b, &dims),
+        DType::U8 => int_binop!(u8, op, a, b, &dims),
+        DType::Bool => match op {
+            BinOp::Add | BinOp::Maximum | BinOp::Or => int_binop!(u8, BinOp::Or, a, b, &dims),
+            BinOp::Mul | BinOp::Minimum | BinOp::And => int_binop!(u8, BinOp::And, a, b, &dims),
+            BinOp::Sub => Err(runtime_err(
+                "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator instead.",
+            )),
+            _ => int_binop!(u8, op, a, b, &dims),
+        },
+    }
+}
+
+/// Non-CPU devices: Candle's own broadcasting ops.
+fn compute_candle(op: BinOp, a: &Tensor, b: &Tensor) -> PyResult<Tensor> {
+    match op {
+        BinOp::Add => a.broadcast_add(b),
+        BinOp::Sub => a.broadcast_sub(b),
+        BinOp::Mul => a.broadcast_mul(b),
+        BinOp::Div => a.broadcast_div(b),
+        BinOp::Pow => a.broadcast_pow(b),
+        BinOp::Maximum => a.broadcast_maximum(b),
+        BinOp::Minimum => a.broadcast_minimum(b),
+        BinOp::Eq => a.broadcast_eq(b),
+        BinOp::Ne => a.broadcast_ne(b),
+        BinOp::Lt => a.broadcast_lt(b),
+        BinOp::Le => a.broadcast_le(b),
+        BinOp::Gt => a.broadcast_gt(b),
+        BinOp::Ge => a.broadcast_ge(b),
+        _ => return Err(runtime_err(format!("{} is not supported on this device yet", op.name()))),
+    }
+    .py()
+}
+
+/// The dtype an op computes in, from the promoted dtype of its operands.
+fn compute_dtype(op: BinOp, promoted: DType) -> PyResult<DType> {
+    Ok(match op {
+        BinOp::Div if !promoted.is_float() => DType::F32,
+        BinOp::And | BinOp::Or | BinOp::Xor if promoted.is_float() => {
+            return Err(type_err(format!("\"{}_cpu\" not implemented for 'Float'", op.name())))
+        }
+        _ => promoted,
+    })
+}
+
+/// `a <op> b` (or `b <op> a` when `reflected`), torch's promotion and broadcasting.
+pub fn binary(a: &PyTensor, b: Operand<'_>, op: BinOp, reflected: bool) -> PyResult<PyTensor> {
+    let ct = compute_dtype(op, Promotion::default().tensor(a).operand(&b).result())?;
+    if let (BinOp::Pow, Operand::S(Scalar::Int(e)), false, false) = (op, b, reflected, ct.is_float()) {
+        if e < 0 {
+            return Err(runtime_err("Integers to negative integer powers are not allowed."));
+        }
+    }
+    let ta = cast(&a.t, a.dtype, ct)?;
+    let tb = match b {
+        Operand::T(t) => cast(&t.t, t.dtype, ct)?,
+        Operand::S(s) => s.tensor(ct, a.t.device())?,
+    };
+    let (l, r) = if reflected { (tb, ta) } else { (ta, tb) };
+    let numel = l.elem_count().max(r.elem_count());
+    let out = if numel >= super::kernels::PAR_THRESHOLD {
+        Python::attach(|py| py.detach(|| compute(op, &l, &r, ct)))
+    } else {
+        compute(op, &l, &r, ct)
+    }?;
+    Ok(if op.is_cmp() { PyTensor::boolean(out) } else { PyTensor::new(out, ct) })
+}
+
+fn operand<'py>(ob: &Bound<'py, PyAny>, op: &str) -> PyResult<Arg<'py>> {
+    Arg::extract(ob).ok_or_else(|| {
+        type_err(format!(
+            "{op}(): argument 'other' must be Tensor or Number, not {}",
+            ob.get_type().name().map(|n| n.to_string()).unwrap_or_default()
+        ))
+    })
+}
+
+// ---- unary math ----
+
+/// A float op: ints and bools compute in float32; half types compute in float32 and round back.
+fn float_unary<F32, F64, C>(x: &PyTensor, f32f: F32, f64f: F64, on_device: C) -> PyResult<PyTensor>
+where
+    F32: Fn(f32) -> f32 + Sync + Send,
+    F64: Fn(f64) -> f64 + Sync + Send,
+    C: Fn(&Tensor) -> candle_core::Result<Tensor>,
+{
+    let out_dtype = if x.dtype.is_float() { x.dtype } else { DType::F32 };
+    if !is_cpu(&x.t) {
+        let t = cast(&x.t, x.dtype, out_dtype)?;
+        return Ok(PyTensor::new(on_device(&t).py()?, out_dtype));
+    }
+    let work = |t: &Tensor| -> PyResult<Tensor> {
+        match out_dtype {
+            DType::F64 => map_cpu::<f64, f64, _>(&cast(t, x.dtype, DType::F64)?, &f64f),
+            DType::F32 => {
+                let t32 = if x.dtype == DType::F32 { t.clone() } else { cast(t, x.dtype, DType::F32)? };
+                map_cpu::<f32, f32, _>(&t32, &f32f)
+            }
+            half => map_cpu::<f32, f32, _>(&t.to_dtype(candle_core::DType::F32).py()?, &f32f)?
+                .to_dtype(half.candle())
+                .py(),
+        }
+    };
+    let out = if x.numel() >= super::kernels::PAR_THRESHOLD {
+        Python::attach(|py| py.detach(|| work(&x.t)))?
+    } else {
+        work(&x.t)?
+    };
+    Ok(PyTensor::new(out, out_dtype))
+}
+
+/// An op that keeps integer dtypes (abs, neg, sign, rounding): `fi` on ints, `ff` on floats.
+macro_rules! keep_dtype_unary {
+    ($x:expr, |$v:ident| int: $int:expr, float: $flt:expr) => {{
+        let x: &PyTensor = $x;
+        let t = &x.t;
+        if !is_cpu(t) {
+            return Err(runtime_err("this op is not supported on this device yet"));
+        }
+        let out = match x.dtype {
+            DType::F32 => map_cpu::<f32, f32, _>(t, |$v: f32| $flt),
+            DType::F64 => map_cpu::<f64, f64, _>(t, |$v: f64| $flt),
+            DType::F16 | DType::BF16 => map_cpu::<f32, f32, _>(&t.to_dtype(candle_core::DType::F32).py()?, |$v: f32| $flt)?
+                .to_dtype(x.dtype.candle())
+                .py(),
+            DType::I64 => map_cpu::<i64, i64, _>(t, |$v: i64| $int),
+            DType::I32 => map_cpu::<i32, i32, _>(t, |$v: i32| $int),
+            DType::U8 | DType::Bool => map_cpu::<u8, u8, _>(t, |$v: u8| { #[allow(unused_imports)] use UnsignedOps as _; $int }),
+        }?;
+        Ok(x.same(out))
+    }};
+}
+
+/// Lets the integer arms of `keep_dtype_unary!` name signed-only methods on u8.
+trait UnsignedOps {
+    fn wrapping_neg_(self) -> Self;
+    fn signum_(self) -> Self;
+    fn abs_(self) -> Self;
+}
+macro_rules! int_ops {
+    ($($t:ty),*) => {$(
+        impl UnsignedOps for $t {
+            #[inline(always)] fn wrapping_neg_(self) -> Self { self.wrapping_neg() }
+            #[inline(always)] fn signum_(self) -> Self { #[allow(unused_comparisons)] if self > 0 { 1 } else if self < 0 { (0 as $t).wrapping_sub(1) } else { 0 } }
+            #[inline(always)] fn abs_(self) -> Self { #[allow(unused_comparisons)] if self < 0 { self.wrapping_neg() } else { self } }
+        }
+    )*};
+}
+int_ops!(u8, i32, i64);
+
+fn erf_f64(x: f64) -> f64 {
+    candle_core::cpu::erf::erf_f64(x)
+}
+
+macro_rules! float_methods {
+    ($($name:ident: $f32:expr, $f64:expr, $dev:expr;)*) => {
+        #[pymethods]
+        impl PyTensor {
+            $(
+                pub fn $name(&self) -> PyResult<PyTensor> {
+                    float_unary(self, $f32, $f64, $dev)
+                }
+            )*
+        }
+    };
+}
+
+float_methods! {
+    exp: exp_f32, f64::exp, |t: &Tensor| t.exp();
+    log: f32::ln, f64::ln, |t: &Tensor| t.log();
+    log2: f32::log2, f64::log2, |t: &Tensor| t.log()? * std::f64::consts::LOG2_E;
+    log10: f32::log10, f64::log10, |t: &Tensor| t.log()? * std::f64::consts::LOG10_E;
+    log1p: f32::ln_1p, f64::ln_1p, |t: &Tensor| (t + 1.0)?.log();
+    expm1: f32::exp_m1, f64::exp_m1, |t: &Tensor| t.exp()? - 1.0;
+    sqrt: f32::sqrt, f64::sqrt, |t: &Tensor| t.sqrt();
+    rsqrt: |x: f32| 1.0 / x.sqrt(), |x: f64| 1.0 / x.sqrt(), |t: &Tensor| t.sqrt()?.recip();
+    sin: f32::sin, f64::sin, |t: &Tensor| t.sin();
+    cos: f32::cos, f64::cos, |t: &Tensor| t.cos();
+    tan: f32::tan, f64::tan, |t: &Tensor| t.sin()? / t.cos()?;
+    asin: f32::asin, f64::asin, |_t: &Tensor| candle_core::bail!("asin is not supported on this device yet");
+    acos: f32::acos, f64::acos, |_t: &Tensor| candle_core::bail!("acos is not supported on this device yet");
+    atan: f32::atan, f64::atan, |_t: &Tensor| candle_core::bail!("atan is not supported on this device yet");
+    sinh: f32::sinh, f64::sinh, |_t: &Tensor| candle_core::bail!("sinh is not supported on this device yet");
+    cosh: f32::cosh, f64::cosh, |_t: &Tensor| candle_core::bail!("cosh is not supported on this device yet");
+    tanh: tanh_f32, f64::tanh, |t: &Tensor| t.tanh();
+    sigmoid: sigmoid_f32, |x: f64| 1.0 / (1.0 + (-x).exp()), |t: &Tensor| candle_nn::ops::sigmoid(t);
+    erf: erf_f32, erf_f64, |t: &Tensor| t.erf();
+    reciprocal: |x: f32| 1.0 / x, |x: f64| 1.0 / x, |t: &Tensor| t.recip();
+    relu_float: |x: f32| if x > 0.0 { x } else { 0.0 }, |x: f64| if x > 0.0 { x } else { 0.0 }, |t: &Tensor| t.relu();
+}
+
+#[pymethods]
+impl PyTensor {
+    fn __add__(&self, other: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
+        Arg::extract(other).map(|o| binary(self, o.op(), BinOp::Add, false)).transpose()
+    }
+    fn __radd__(&self, other: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
+        Arg::extract(other).map(|o| binary(self, o.op(), BinOp::Add, true)).transpose()
+    }
+    fn __sub__(&self, other: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
+        Arg::extract(other).map(|o| binary(self, o.op(), BinOp::Sub, false)).transpose()
+    }
+    fn __rsub__(&self, other: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
+        Arg::extract(other).map(|o| binary(self, o.op(), BinOp::Sub, true)).transpose()
+    }
+    fn __mul__(&self, other: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
+        Arg::extract(other).map(|o| binary(self, o.op(), BinOp::Mul, false)).transpose()
+    }
+    fn __rmul__(&self, other: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
+        Arg::extract(other).map(|o| binary(self, o.op(), BinOp::Mul, true)).transpose()
+    }
+    fn __truediv__(&self, other: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
+        Arg::extract(other).map(|o| binary(self, o.op(), BinOp::Div, false)).transpose()
+    }
+    fn __rtruediv__(&self, other: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
+        Arg::extract(other).map(|o| binary(self, o.op(), BinOp::Div, true)).transpose()
+    }
+    fn __floordiv__(&self, other: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
+        Arg::extract(other).map(|o| binary(self, o.op(), BinOp::FloorDiv, false)).transpose()
+    }
+    fn __rfloordiv__(&self, other: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
+        Arg::extract(other).map(|o| binary(self, o.op(), BinOp::FloorDiv, true)).transpose()
+    }
+    fn __mod__(&self, other: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
+        Arg::extract(other).map(|o| binary(self, o.op(), BinOp::Rem, false)).transpose()
+    }
+    fn __rmod__(&self, other: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
+        Arg::extract(other).map(|o| binary(self, o.op(), BinOp::Rem, true)).transpose()
+    }
+    fn __pow__(&self, other: &Bound<'_, PyAny>, _modulo: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
+        Arg::extract(other).map(|o| pow_op(self, o.op(), false)).transpose()
+    }
+    fn __rpow__(&self, other: &Bound<'_, PyAny>, _modulo: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
+        Arg::extract(other).map(|o| pow_op(self, o.op(), true)).transpose()
+    }
+    fn __and__(&self, other: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
+        Arg::extract(other).map(|o| binary(self, o.op(), BinOp::And, false)).transpose()
+    }
+    fn __rand__(&self, other: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
+        Arg::extract(other).map(|o| binary(self, o.op(), BinOp::And, true)).transpose()
+    }
+    fn __or__(&self, other: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
+        Arg::extract(other).map(|o| binary(self, o.op(), BinOp::Or, false)).transpose()
+    }
+    fn __ror__(&self, other: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
+        Arg::extract(other).map(|o| binary(self, o.op(), BinOp::Or, true)).transpose()
+    }
+    fn __xor__(&self, other: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
+        Arg::extract(other).map(|o| binary(self, o.op(), BinOp::Xor, false)).transpose()
+    }
+    fn __rxor__(&self, other: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
+        Arg::extract(other).map(|o| binary(self, o.op(), BinOp::Xor, true)).transpose()
+    }
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
+        Arg::extract(other).map(|o| binary(self, o.op(), BinOp::Eq, false)).transpose()
+    }
+    fn __ne__(&self, other: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
+        Arg::extract(other).map(|o| binary(self, o.op(), BinOp::Ne, false)).transpose()
+    }
+    fn __lt__(&self, other: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
+        Arg::extract(other).map(|o| binary(self, o.op(), BinOp::Lt, false)).transpose()
+    }
+    fn __le__(&self, other: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
+        Arg::extract(other).map(|o| binary(self, o.op(), BinOp::Le, false)).transpose()
+    }
+    fn __gt__(&self, other: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
+        Arg::extract(other).map(|o| binary(self, o.op(), BinOp::Gt, false)).transpose()
+    }
+    fn __ge__(&self, other: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
+        Arg::extract(other).map(|o| binary(self, o.op(), BinOp::Ge, false)).transpose()
+    }
+    fn __hash__(slf: &Bound<'_, Self>) -> isize {
+        slf.as_ptr() as isize
+    }
+    fn __matmul__(&self, other: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
+        match other.cast::<PyTensor>() {
+            Ok(o) => matmul(self, &o.borrow()).map(Some),
+            Err(_) => Ok(None),
+        }
+    }
+    fn __rmatmul__(&self, other: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
+        match other.cast::<PyTensor>() {
+            Ok(o) => matmul(&o.borrow(), self).map(Some),
+            Err(_) => Ok(None),
+        }
+    }
+    fn __neg__(&self) -> PyResult<PyTensor> {
+        if self.dtype == DType::Bool {
+            return Err(runtime_err(
+                "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.",
+            ));
+        }
+        keep_dtype_unary!(self, |v| int: v.wrapping_neg_(), float: -v)
+    }
+    fn __pos__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+    fn __abs__(&self) -> PyResult<PyTensor> {
+        self.abs()
+    }
+    fn __invert__(&self) -> PyResult<PyTensor> {
+        match self.dtype {
+            DType::Bool => Ok(self.same(map_cpu::<u8, u8, _>(&self.t, |v| (v == 0) as u8)?)),
+            d if d.is_float() => Err(type_err("~ (bitwise_not) is only supported for integer and bool tensors")),
+            _ => keep_dtype_unary!(self, |v| int: !v, float: v),
+        }
+    }
+
+    // Named arithmetic, also reachable as candle_bind.<name>(input, other).
+    #[pyo3(signature = (other, *, alpha=None))]
+    fn add(&self, other: &Bound<'_, PyAny>, alpha: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
+        add_sub(self, other, alpha, BinOp::Add)
+    }
+    #[pyo3(signature = (other, *, alpha=None))]
+    fn sub(&self, other: &Bound<'_, PyAny>, alpha: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
+        add_sub(self, other, alpha, BinOp::Sub)
+    }
+    #[pyo3(signature = (other, *, alpha=None))]
+    fn subtract(&self, other: &Bound<'_, PyAny>, alpha: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
+        add_sub(self, other, alpha, BinOp::Sub)
+    }
+    fn mul(&self, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        binary(self, operand(other, "mul")?.op(), BinOp::Mul, false)
+    }
+    fn multiply(&self, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        self.mul(other)
+    }
+    #[pyo3(signature = (other, *, rounding_mode=None))]
+    fn div(&self, other: &Bound<'_, PyAny>, rounding_mode: Option<&str>) -> PyResult<PyTensor> {
+        let o = operand(other, "div")?;
+        let o = o.op();
+        match rounding_mode {
+            None => binary(self, o, BinOp::Div, false),
+            Some("floor") => binary(self, o, BinOp::FloorDiv, false),
+            Some("trunc") => {
+                let q = binary(self, o, BinOp::Div, false)?;
+                let ct = Promotion::default().tensor(self).operand(&o).result();
+                let t = q.trunc()?;
+                Ok(PyTensor::new(cast(&t.t, t.dtype, ct)?, ct))
+            }
+            Some(m) => Err(crate::error::value_err(format!(
+                "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{m}'"
+            ))),
+        }
+    }
+    #[pyo3(signature = (other, *, rounding_mode=None))]
+    fn divide(&self, other: &Bound<'_, PyAny>, rounding_mode: Option<&str>) -> PyResult<PyTensor> {
+        self.div(other, rounding_mode)
+    }
+    fn true_divide(&self, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        self.div(other, None)
+    }
+    fn floor_divide(&self, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        binary(self, operand(other, "floor_divide")?.op(), BinOp::FloorDiv, false)
+    }
+    fn remainder(&self, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        binary(self, operand(other, "remainder")?.op(), BinOp::Rem, false)
+    }
+    fn pow(&self, exponent: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        pow_op(self, operand(exponent, "pow")?.op(), false)
+    }
+    fn maximum(&self, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        binary(self, tensor_operand(other, "maximum")?.op(), BinOp::Maximum, false)
+    }
+    fn minimum(&self, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        binary(self, tensor_operand(other, "minimum")?.op(), BinOp::Minimum, false)
+    }
+    fn eq(&self, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        binary(self, operand(other, "eq")?.op(), BinOp::Eq, false)
+    }
+    fn ne(&self, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        binary(self, operand(other, "ne")?.op(), BinOp::Ne, false)
+    }
+    fn lt(&self, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        binary(self, operand(other, "lt")?.op(), BinOp::Lt, false)
+    }
+    fn le(&self, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        binary(self, operand(other, "le")?.op(), BinOp::Le, false)
+    }
+    fn gt(&self, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        binary(self, operand(other, "gt")?.op(), BinOp::Gt, false)
+    }
+    fn ge(&self, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        binary(self, operand(other, "ge")?.op(), BinOp::Ge, false)
+    }
+    fn bitwise_and(&self, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        binary(self, operand(other, "bitwise_and")?.op(), BinOp::And, false)
+    }
+    fn bitwise_or(&self, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        binary(self, operand(other, "bitwise_or")?.op(), BinOp::Or, false)
+    }
+    fn bitwise_xor(&self, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        binary(self, operand(other, "bitwise_xor")?.op(), BinOp::Xor, false)
+    }
+    fn logical_not(&self) -> PyResult<PyTensor> {
+        let b = cast(&self.t, self.dtype, DType::Bool)?;
+        Ok(PyTensor::boolean(map_cpu::<u8, u8, _>(&b, |v| (v == 0) as u8)?))
+    }
+    fn logical_and(&self, other: &PyTensor) -> PyResult<PyTensor> {
+        logical(self, other, BinOp::And)
+    }
+    fn logical_or(&self, other: &PyTensor) -> PyResult<PyTensor> {
+        logical(self, other, BinOp::Or)
+    }
+    fn logical_xor(&self, other: &PyTensor) -> PyResult<PyTensor> {
+        logical(self, other, BinOp::Xor)
+    }
+
+    fn abs(&self) -> PyResult<PyTensor> {
+        keep_dtype_unary!(self, |v| int: v.abs_(), float: v.abs())
+    }
+    fn neg(&self) -> PyResult<PyTensor> {
+        self.__neg__()
+    }
+    fn negative(&self) -> PyResult<PyTensor> {
+        self.__neg__()
+    }
+    fn sign(&self) -> PyResult<PyTensor> {
+        keep_dtype_unary!(self, |v| int: v.signum_(), float: if v > 0.0 { 1.0 } else if v < 0.0 { -1.0 } else { v * 0.0 })
+    }
+    fn floor(&self) -> PyResult<PyTensor> {
+        keep_dtype_unary!(self, |v| int: v, float: v.floor())
+    }
+    fn ceil(&self) -> PyResult<PyTensor> {
+        keep_dtype_unary!(self, |v| int: v, float: v.ceil())
+    }
+    fn trunc(&self) -> PyResult<PyTensor> {
+        keep_dtype_unary!(self, |v| int: v, float: v.trunc())
+    }
+    fn fix(&self) -> PyResult<PyTensor> {
+        self.trunc()
+    }
+    /// Round half to even, as torch; `decimals` scales by 10^decimals first.
+    #[pyo3(signature = (*, decimals=0))]
+    fn round(&self, decimals: i64) -> PyResult<PyTensor> {
+        if decimals == 0 {
+            return keep_dtype_unary!(self, |v| int: v, float: v.round_ties_even());
+        }
+        if !self.dtype.is_float() {
+            return keep_dtype_unary!(self, |v| int: v, float: v);
+        }
+        let s = 10f64.powi(decimals as i32);
+        let scaled = binary(self, Operand::S(Scalar::Float(s)), BinOp::Mul, false)?;
+        let r = scaled.round(0)?;
+        binary(&r, Operand::S(Scalar::Float(s)), BinOp::Div, false)
+    }
+    fn square(&self) -> PyResult<PyTensor> {
+        binary(self, Operand::T(self), BinOp::Mul, false)
+    }
+    fn relu(&self) -> PyResult<PyTensor> {
+        if self.dtype.is_float() {
+            self.relu_float()
+        } else {
+            keep_dtype_unary!(self, |v| int: if v > 0 { v } else { 0 }, float: v)
+        }
+    }
+    fn isnan(&self) -> PyResult<PyTensor> {
+        float_test(self, |v: f64| v.is_nan())
+    }
+    fn isinf(&self) -> PyResult<PyTensor> {
+        float_test(self, |v: f64| v.is_infinite())
+    }
+    fn isfinite(&self) -> PyResult<PyTensor> {
+        float_test(self, |v: f64| v.is_finite())
+    }
+    fn isposinf(&self) -> PyResult<PyTensor> {
+        float_test(self, |v: f64| v == f64::INFINITY)
+    }
+    fn isneginf(&self) -> PyResult<PyTensor> {
+        float_test(self, |v: f64| v == f64::NEG_INFINITY)
+    }
+
+    /// clamp(min=None, max=None): scalars or tensors; NaN in the input stays NaN.
+    #[pyo3(signature = (min=None, max=None))]
+    fn clamp(&self, min: Option<&Bound<'_, PyAny>>, max: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
+        let min = min.filter(|m| !m.is_none());
+        let max = max.filter(|m| !m.is_none());
+        if min.is_none() && max.is_none() {
+            return Err(runtime_err("torch.clamp: At least one of 'min' or 'max' must not be None"));
+        }
+        let lo = min.map(|m| operand(m, "clamp")).transpose()?;
+        let hi = max.map(|m| operand(m, "clamp")).transpose()?;
+        let mut prom = Promotion::default().tensor(self);
+        for o in lo.iter().chain(hi.iter()) {
+            prom = prom.operand(&o.op());
+        }
+        let ct = prom.result();
+        let mut out = self.same(cast(&self.t, self.dtype, ct)?);
+        out.dtype = ct;
+        if let Some(lo) = &lo {
+            out = clamp_side(&out, lo.op(), BinOp::Maximum)?;
+        }
+        if let Some(hi) = &hi {
+            out = clamp_side(&out, hi.op(), BinOp::Minimum)?;
+        }
+        Ok(out)
+    }
+    #[pyo3(signature = (min=None, max=None))]
+    fn clip(&self, min: Option<&Bound<'_, PyAny>>, max: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
+        self.clamp(min, max)
+    }
+    fn clamp_min(&self, min: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        self.clamp(Some(min), None)
+    }
+    fn clamp_max(&self, max: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        self.clamp(None, Some(max))
+    }
+
+    /// `x.where(condition, y)`: x where condition holds, else y.
+    fn r#where(&self, condition: &PyTensor, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        where_(condition, Operand::T(self), operand(other, "where")?.op())
+    }
+
+    /// lerp(end, weight): start + weight·(end − start), computed as torch does for accuracy.
+    fn lerp(&self, end: &PyTensor, weight: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        if !self.dtype.is_float() || self.dtype != end.dtype {
+            return Err(dtype_err(format!(
+                "expected dtype {} for `end` but got dtype {}",
+                self.dtype.name(),
+                end.dtype.name()
+            )));
+        }
+        let w = operand(weight, "lerp")?;
+        let ct = self.dtype;
+        let dev = self.t.device();
+        let wt = match w.op() {
+            Operand::T(t) => cast(&t.t, t.dtype, ct)?,
+            Operand::S(s) => s.tensor(ct, dev)?,
+        };
+        let dims = broadcast_dims(&broadcast_dims(self.dims(), end.dims())?, wt.dims())?;
+        let (s, e, w) = (
+            self.t.broadcast_as(dims.as_slice()).py()?,
+            end.t.broadcast_as(dims.as_slice()).py()?,
+            wt.broadcast_as(dims.as_slice()).py()?,
+        );
+        let diff = (&e - &s).py()?;
+        let lo = (&s + (&w * &diff).py()?).py()?;
+        let hi = (&e - (&diff * (1.0 - &w).py()?).py()?).py()?;
+        let half = Scalar::Float(0.5).tensor(ct, dev)?.broadcast_as(dims.as_slice()).py()?;
+        let mask = w.lt(&half).py()?;
+        Ok(self.same(mask.where_cond(&lo, &hi).py()?))
+    }
+
+    #[pyo3(signature = (nan=0.0, posinf=None, neginf=None))]
+    fn nan_to_num(&self, nan: f64, posinf: Option<f64>, neginf: Option<f64>) -> PyResult<PyTensor> {
+        let (fmax, fmin) = match self.dtype {
+            DType::F16 => (65504.0, -65504.0),
+            DType::BF16 => (3.3895313892515355e38, -3.3895313892515355e38),
+            DType::F32 => (f32::MAX as f64, f32::MIN as f64),
+            DType::F64 => (f64::MAX, f64::MIN),
+            _ => return Ok(self.same(self.t.copy().py()?)),
+        };
+        let (p, n) = (posinf.unwrap_or(fmax), neginf.unwrap_or(fmin));
+        let f = move |v: f64| if v.is_nan() { nan } else if v == f64::INFINITY { p } else if v == f64::NEG_INFINITY { n } else { v };
+        let out = match self.dtype {
+            DType::F64 => map_cpu::<f64, f64, _>(&self.t, f)?,
+            _ => map_cpu::<f32, f32, _>(&self.t.to_dtype(candle_core::DType::F32).py()?, move |v| f(v as f64) as f32)?
+                .to_dtype(self.dtype.candle())
+                .py()?,
+        };
+        Ok(self.same(out))
+    }
+
+    fn matmul(&self, other: &PyTensor) -> PyResult<PyTensor> {
+        matmul(self, other)
+    }
+    fn mm(&self, mat2: &PyTensor) -> PyResult<PyTensor> {
+        if self.rank() != 2 || mat2.rank() != 2 {
+            return Err(runtime_err(format!(
+                "mm: expected 2-D tensors, got {}-D and {}-D",
+                self.rank(),
+                mat2.rank()
+            )));
+        }
+        matmul(self, mat2)
+    }
+    fn bmm(&self, mat2: &PyTensor) -> PyResult<PyTensor> {
+        if self.rank() != 3 || mat2.rank() != 3 {
+            return Err(runtime_err("batch1 and batch2 must be 3D tensors"));
+        }
+        if self.dims()[0] != mat2.dims()[0] {
+            return Err(shape_err(format!(
+                "Expected size for first two dimensions of batch2 tensor to be: [{}, {}] but got: [{}, {}].",
+                self.dims()[0],
+                self.dims()[2],
+                mat2.dims()[0],
+                mat2.dims()[1]
+            )));
+        }
+        matmul(self, mat2)
+    }
+    fn mv(&self, vec: &PyTensor) -> PyResult<PyTensor> {
+        if self.rank() != 2 || vec.rank() != 1 {
+            return Err(runtime_err("vector + matrix @ vector expected, got 2-D and 1-D"));
+        }
+        matmul(self, vec)
+    }
+    fn dot(&self, other: &PyTensor) -> PyResult<PyTensor> {
+        if self.rank() != 1 || other.rank() != 1 {
+            return Err(runtime_err(format!(
+                "1D tensors expected, but got {}D and {}D tensors",
+                self.rank(),
+                other.rank()
+            )));
+        }
+        matmul(self, other)
+    }
+    fn outer(&self, vec2: &PyTensor) -> PyResult<PyTensor> {
+        let a = self.same(self.t.unsqueeze(1).py()?);
+        let b = vec2.same(vec2.t.unsqueeze(0).py()?);
+        binary(&a, Operand::T(&b), BinOp::Mul, false)
+    }
+}
+
+fn tensor_operand<'py>(ob: &Bound<'py, PyAny>, op: &str) -> PyResult<Arg<'py>> {
+    match ob.cast::<PyTensor>() {
+        Ok(t) => Ok(Arg::T(t.try_borrow()?)),
+        Err(_) => Err(type_err(format!(
+            "{op}(): argument 'other' must be Tensor, not {}",
+            ob.get_type().name()?
+        ))),
+    }
+}
+
+fn add_sub(x: &PyTensor, other: &Bound<'_, PyAny>, alpha: Option<&Bound<'_, PyAny>>, op: BinOp) -> PyResult<PyTensor> {
+    let o = operand(other, op.name())?;
+    match alpha.filter(|a| !a.is_none()) {
+        None => binary(x, o.op(), op, false),
+        Some(a) => {
+            let a = Scalar::extract(a).ok_or_else(|| type_err("alpha must be a number"))?;
+            match o.op() {
+                Operand::T(t) => binary(x, Operand::T(&binary(t, Operand::S(a), BinOp::Mul, false)?), op, false),
+                Operand::S(s) => binary(x, Operand::S(Scalar::Float(s.as_f64() * a.as_f64())), op, false),
+            }
+        }
+    }
+}
+
+fn pow_op(x: &PyTensor, e: Operand<'_>, reflected: bool) -> PyResult<PyTensor> {
+    // Fast, exact paths for the common float exponents.
+    if let (false, true, Operand::S(s)) = (reflected, x.dtype.is_float(), e) {
+        let v = s.as_f64();
+        if v == 2.0 {
+            return float_unary(x, |a: f32| a * a, |a: f64| a * a, |t: &Tensor| t.sqr());
+        }
+        if v == 0.5 {
+            return x.sqrt();
+        }
+        if v == 1.0 {
+            return Ok(x.same(x.t.copy().py()?));
+        }
+    }
+    binary(x, e, BinOp::Pow, reflected)
+}
+
+fn clamp_side(x: &PyTensor, bound: Operand<'_>, op: BinOp) -> PyResult<PyTensor> {
+    let r = binary(x, bound, op, false)?;
+    Ok(PyTensor::new(cast(&r.t, r.dtype, x.dtype)?, x.dtype))
+}
+
+fn logical(a: &PyTensor, b: &PyTensor, op: BinOp) -> PyResult<PyTensor> {
+    let ta = cast(&a.t, a.dtype, DType::Bool)?;
+    let tb = cast(&b.t, b.dtype, DType::Bool)?;
+    Ok(PyTensor::boolean(compute(op, &ta, &tb, DType::Bool)?))
+}
+
+fn float_test(x: &PyTensor, f: fn(f64) -> bool) -> PyResult<PyTensor> {
+    let out = match x.dtype {
+        DType::F64 => map_cpu::<f64, u8, _>(&x.t, |v| f(v) as u8)?,
+        d if d.is_float() => {
+            map_cpu::<f32, u8, _>(&x.t.to_dtype(candle_core::DType::F32).py()?, |v| f(v as f64) as u8)?
+        }
+        _ => {
+            let ok = f(0.0) as u8;
+            map_cpu::<u8, u8, _>(&cast(&x.t, x.dtype, DType::Bool)?, move |_| ok)?
+        }
+    };
+    Ok(PyTensor::boolean(out))
+}
+
+/// where(condition, x, y) with broadcasting over all three and promotion of x and y.
+pub fn where_(cond: &PyTensor, x: Operand<'_>, y: Operand<'_>) -> PyResult<PyTensor> {
+    let ct = Promotion::default().operand(&x).operand(&y).result();
+    let dev = cond.t.device();
+    let to_t = |o: Operand<'_>| -> PyResult<Tensor> {
+        match o {
+            Operand::T(t) => cast(&t.t, t.dtype, ct),
+            Operand::S(s) => s.tensor(ct, dev),
+        }
+    };
+    let (tx, ty) = (to_t(x)?, to_t(y)?);
+    let c = cast(&cond.t, cond.dtype, DType::Bool)?;
+    let dims = broadcast_dims(&broadcast_dims(c.dims(), tx.dims())?, ty.dims())?;
+    let out = if is_cpu(&c) {
+        where_cpu(&c, &tx, &ty, &dims)?
+    } else {
+        let d = dims.as_slice();
+        c.broadcast_as(d).py()?.where_cond(&tx.broadcast_as(d).py()?, &ty.broadcast_as(d).py()?).py()?
+    };
+    Ok(PyTensor::new(out, ct))
+}
+
+fn where_cpu(c: &Tensor, a: &Tensor, b: &Tensor, dims: &[usize]) -> PyResult<Tensor> {
+    use super::kernels::{ternary, View};
+    use candle_core::Storage;
+    let (sc, lc) = c.storage_and_layout();
+    let (sa, la) = a.storage_and_layout();
+    let (sb, lb) = b.storage_and_layout();
+    let (Storage::Cpu(cc), Storage::Cpu(ca), Storage::Cpu(cb)) = (&*sc, &*sa, &*sb) else {
+        return Err(runtime_err("expected CPU tensors"));
+    };
+    let cd = cc.as_slice::<u8>().py()?;
+    let out = with_dtype!(a.dtype(), T => {
+        let (da, db) = (ca.as_slice::<T>().py()?, cb.as_slice::<T>().py()?);
+        let v = ternary(dims, View::new(cd, lc, dims), View::new(da, la, dims), View::new(db, lb, dims),
+                        <T as candle_core::WithDType>::from_f64(0.0), |k, x, y| if k != 0 { x } else { y });
+        Tensor::from_vec(v, dims, &Device::Cpu).py()
+    })?;
+    Ok(out)
+}
+
+/// torch.matmul: 1-D operands are promoted and the added dims removed; batch dims broadcast.
+pub fn matmul(a: &PyTensor, b: &PyTensor) -> PyResult<PyTensor> {
+    if a.rank() == 0 || b.rank() == 0 {
+        return Err(runtime_err(format!(
+            "both arguments to matmul need to be at least 1D, but they are {}D and {}D",
+            a.rank(),
+            b.rank()
+        )));
+    }
+    if a.dtype != b.dtype {
+        return Err(dtype_err(format!(
+            "expected m1 and m2 to have the same dtype, but got: {} != {}",
+            a.dtype.name(),
+            b.dtype.name()
+        )));
+    }
+    let (ra, rb) = (a.rank(), b.rank());
+    let ta = if ra == 1 { a.t.unsqueeze(0).py()? } else { a.t.clone() };
+    let tb = if rb == 1 { b.t.unsqueeze(1).py()? } else { b.t.clone() };
+    let (da, db) = (ta.dims(), tb.dims());
+    let (k1, k2) = (da[da.len() - 1], db[db.len() - 2]);
+    if k1 != k2 {
+        let fmt = |d: &[usize]| d.iter().map(|x| x.to_string()).collect::<Vec<_>>().join("x");
+        return Err(shape_err(format!(
+            "mat1 and mat2 shapes cannot be multiplied ({} and {})",
+            fmt(a.dims()),
+            fmt(b.dims())
+        )));
+    }
+    let batch = broadcast_dims(&da[..da.len() - 2], &db[..db.len() - 2])?;
+    let work = |ta: Tensor, tb: Tensor| -> PyResult<Tensor> {
+        let float = a.dtype.is_float();
+        let (ta, tb) = if float {
+            (ta, tb)
+        } else {
+            (ta.to_dtype(candle_core::DType::F64).py()?, tb.to_dtype(candle_core::DType::F64).py()?)
+        };
+        let mut sa: Vec<usize> = batch.clone();
+        sa.extend_from_slice(&ta.dims()[ta.rank() - 2..]);
+        let mut sb: Vec<usize> = batch.clone();
+        sb.extend_from_slice(&tb.dims()[tb.rank() - 2..]);
+        let ta = ta.broadcast_as(sa).py()?;
+        let tb = tb.broadcast_as(sb).py()?;
+        let r = match ta.matmul(&tb) {
+            Ok(r) => r,
+            Err(_) => ta.contiguous().py()?.matmul(&tb.contiguous().py()?).py()?,
+        };
+        if float { Ok(r) } else { r.to_dtype(a.dtype.candle()).py() }
+    };
+    let big = da.iter().product::<usize>() * db[db.len() - 1] >= 4096;
+    let mut out = if big { Python::attach(|py| py.detach(|| work(ta, tb)))? } else { work(ta, tb)? };
+    if rb == 1 {
+        out = out.squeeze(out.rank() - 1).py()?;
+    }
+    if ra == 1 {
+        let d = out.rank() - if rb == 1 { 1 } else { 2 };
+        out = out.squeeze(d).py()?;
+    }
+    Ok(PyTensor::new(out, a.dtype))
+}
+
+/// Shared by `candle_bind.where` (Python layer): one-argument form lives in index ops.
+#[pyfunction]
+#[pyo3(name = "where")]
+pub fn where_fn(condition: &PyTensor, input: &Bound<'_, PyAny>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+    where_(condition, operand(input, "where")?.op(), operand(other, "where")?.op())
+}
+
+#[pyfunction]
+pub fn result_type(tensor: &Bound<'_, PyAny>, other: &Bound<'_, PyAny>) -> PyResult<Py<crate::dtype::PyDType>> {
+    let a = operand(tensor, "result_type")?;
+    let b = operand(other, "result_type")?;
+    let d = Promotion::default().operand(&a.op()).operand(&b.op()).result();
+    Ok(crate::dtype::PyDType::object(tensor.py(), d))
+}
+
+#[pyfunction]
+pub fn promote_types(type1: &Bound<'_, PyAny>, type2: &Bound<'_, PyAny>) -> PyResult<Py<crate::dtype::PyDType>> {
+    let d = DType::promote(crate::dtype::extract_dtype(type1)?, crate::dtype::extract_dtype(type2)?);
+    Ok(crate::dtype::PyDType::object(type1.py(), d))
+}
+

@@ -1,0 +1,414 @@
+//! Tensor creation with torch's signatures and dtype inference; a seeded global generator.
+
+use std::sync::Mutex;
+
+use candle_core::{Device, Tensor};
+use pyo3::prelude::*;
+use pyo3::types::{PySequence, PyTuple};
+use ::rand::{Rng, SeedableRng};
+
+use super::shape::{int_arg, shape_args};
+use super::{cast, PyTensor, Scalar};
+use crate::device::opt_device;
+use crate::dtype::{opt_dtype, DType, Kind};
+use crate::error::{runtime_err, type_err, IntoPyResult};
+
+static RNG: Mutex<Option<::rand::rngs::StdRng>> = Mutex::new(None);
+const DEFAULT_SEED: u64 = 67280421310721;
+
+/// Runs `f` with the global generator (seeded with torch's default seed until `manual_seed`).
+fn with_rng<T>(f: impl FnOnce(&mut ::rand::rngs::StdRng) -> T) -> T {
+    let mut g = RNG.lock().unwrap_or_else(|p| p.into_inner());
+    f(g.get_or_insert_with(|| ::rand::rngs::StdRng::seed_from_u64(DEFAULT_SEED)))
+}
+
+#[pyfunction]
+pub fn manual_seed(seed: i64) -> i64 {
+    *RNG.lock().unwrap_or_else(|p| p.into_inner()) = Some(::rand::rngs::StdRng::seed_from_u64(seed as u64));
+    seed
+}
+
+#[pyfunction]
+pub fn seed() -> u64 {
+    let s: u64 = ::rand::random();
+    *RNG.lock().unwrap_or_else(|p| p.into_inner()) = Some(::rand::rngs::StdRng::seed_from_u64(s));
+    s
+}
+
+/// Sizes given as varargs or one sequence, checked non-negative as torch checks them.
+pub fn size_arg(args: &Bound<'_, PyTuple>) -> PyResult<Vec<usize>> {
+    let s = shape_args(args)?;
+    if let Some(&bad) = s.iter().find(|&&d| d < 0) {
+        return Err(runtime_err(format!("Trying to create tensor with negative dimension {bad}: {s:?}")));
+    }
+    Ok(s.into_iter().map(|d| d as usize).collect())
+}
+
+fn filled(dims: &[usize], value: Scalar, dtype: DType, device: &Device) -> PyResult<PyTensor> {
+    let t = value.tensor(dtype, device)?.broadcast_as(dims).py()?.contiguous().py()?;
+    Ok(PyTensor::new(t, dtype))
+}
+
+fn zeros_t(dims: &[usize], dtype: DType, device: &Device) -> PyResult<PyTensor> {
+    Ok(PyTensor::new(Tensor::zeros(dims, dtype.candle(), device).py()?, dtype))
+}
+
+/// Parses nested Python sequences into a flat list of scalars and a shape.
+fn walk(ob: &Bound<'_, PyAny>, depth: usize, shape: &mut Vec<usize>, out: &mut Vec<Scalar>, kind: &mut Kind) -> PyResult<()> {
+    if let Ok(t) = ob.cast::<PyTensor>() {
+        let t = t.borrow();
+        if t.numel() != 1 || t.rank() != 0 {
+            if depth == shape.len() {
+                // A tensor inside a list: take its values as a nested list.
+                let l = super::convert::to_list(ob.py(), &t)?;
+                return walk(l.bind(ob.py()), depth, shape, out, kind);
+            }
+        }
+        let s = super::convert::scalar_of(&t)?;
+        *kind = (*kind).max(s.kind());
+        out.push(s);
+        return check_leaf(depth, shape);
+    }
+    if let Some(s) = Scalar::extract(ob) {
+        *kind = (*kind).max(s.kind());
+        out.push(s);
+        return check_leaf(depth, shape);
+    }
+    let seq = ob.cast::<PySequence>().map_err(|_| {
+        type_err(format!(
+            "new(): invalid data type '{}'",
+            ob.get_type().name().map(|n| n.to_string()).unwrap_or_default()
+        ))
+    })?;
+    let n = seq.len()?;
+    if depth == shape.len() {
+        if !out.is_empty() {
+            return Err(type_err("new(): mixed scalars and sequences at the same depth"));
+        }
+        shape.push(n);
+    } else if shape[depth] != n {
+        return Err(crate::error::value_err(format!(
+            "expected sequence of length {} at dim {depth} (got {n})",
+            shape[depth]
+        )));
+    }
+    for item in seq.try_iter()? {
+        walk(&item?, depth + 1, shape, out, kind)?;
+    }
+    Ok(())
+}
+
+fn check_leaf(depth: usize, shape: &[usize]) -> PyResult<()> {
+    if depth != shape.len() {
+        return Err(type_err(format!("expected a sequence at dim {depth} but found a scalar")));
+    }
+    Ok(())
+}
+
+/// Builds a tensor from Python data (numbers, nested lists/tuples, numpy arrays, tensors).
+pub fn from_data(data: &Bound<'_, PyAny>, dtype: Option<DType>, device: &Device) -> PyResult<PyTensor> {
+    if let Ok(t) = data.cast::<PyTensor>() {
+        let t = t.borrow();
+        let d = dtype.unwrap_or(t.dtype);
+        return Ok(PyTensor::new(cast(&t.t.copy().py()?, t.dtype, d)?.to_device(device).py()?, d));
+    }
+    if super::convert::is_ndarray(data) {
+        let t = super::convert::from_numpy_any(data)?;
+        let d = dtype.unwrap_or(t.dtype);
+        return Ok(PyTensor::new(cast(&t.t, t.dtype, d)?.to_device(device).py()?, d));
+    }
+    let mut shape = Vec::new();
+    let mut vals = Vec::new();
+    let mut kind = Kind::Bool;
+    walk(data, 0, &mut shape, &mut vals, &mut kind)?;
+    if vals.is_empty() {
+        kind = Kind::Float;
+    }
+    let d = dtype.unwrap_or(DType::default_for(kind));
+    let t = match d {
+        DType::Bool => Tensor::from_vec(vals.iter().map(|s| s.truthy() as u8).collect::<Vec<_>>(), shape, device),
+        DType::U8 => Tensor::from_vec(vals.iter().map(|s| s.as_i64() as u8).collect::<Vec<_>>(), shape, device),
+        DType::I32 => Tensor::from_vec(vals.iter().map(|s| s.as_i64() as i32).collect::<Vec<_>>(), shape, device),
+        DType::I64 => Tensor::from_vec(vals.iter().map(|s| s.as_i64()).collect::<Vec<_>>(), shape, device),
+        DType::F64 => Tensor::from_vec(vals.iter().map(|s| s.as_f64()).collect::<Vec<_>>(), shape, device),
+        other => Tensor::from_vec(vals.iter().map(|s| s.as_f64() as f32).collect::<Vec<_>>(), shape, device)
+            .and_then(|t| t.to_dtype(other.candle())),
+    }
+    .py()?;
+    Ok(PyTensor::new(t, d))
+}
+
+#[pyfunction]
+#[pyo3(signature = (data, *, dtype=None, device=None, requires_grad=false, pin_memory=false))]
+pub fn tensor(
+    data: &Bound<'_, PyAny>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+    pin_memory: bool,
+) -> PyResult<PyTensor> {
+    let _ = (requires_grad, pin_memory);
+    from_data(data, opt_dtype(dtype)?, &opt_device(device)?)
+}
+
+/// as_tensor: shares memory with a tensor argument when no conversion is needed.
+#[pyfunction]
+#[pyo3(signature = (data, dtype=None, device=None))]
+pub fn as_tensor(data: &Bound<'_, PyAny>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
+    let d = opt_dtype(dtype)?;
+    if let Ok(t) = data.cast::<PyTensor>() {
+        let t = t.borrow();
+        let dt = d.unwrap_or(t.dtype);
+        let dev = match device.filter(|d| !d.is_none()) {
+            Some(dv) => crate::device::extract_device(dv)?.candle()?,
+            None => t.t.device().clone(),
+        };
+        return Ok(PyTensor::new(cast(&t.t, t.dtype, dt)?.to_device(&dev).py()?, dt));
+    }
+    from_data(data, d, &opt_device(device)?)
+}
+
+macro_rules! factory {
+    ($name:ident, $body:expr) => {
+        #[pyfunction]
+        #[pyo3(signature = (*size, dtype=None, device=None, requires_grad=false, out=None, layout=None, pin_memory=false))]
+        #[allow(clippy::too_many_arguments)]
+        pub fn $name(
+            size: &Bound<'_, PyTuple>,
+            dtype: Option<&Bound<'_, PyAny>>,
+            device: Option<&Bound<'_, PyAny>>,
+            requires_grad: bool,
+            out: Option<&Bound<'_, PyAny>>,
+            layout: Option<&Bound<'_, PyAny>>,
+            pin_memory: bool,
+        ) -> PyResult<PyTensor> {
+            let _ = (requires_grad, out, layout, pin_memory);
+            let dims = size_arg(size)?;
+            let dt = opt_dtype(dtype)?.unwrap_or(DType::F32);
+            let dev = opt_device(device)?;
+            #[allow(clippy::redundant_closure_call)]
+            ($body)(&dims, dt, &dev)
+        }
+    };
+}
+
+factory!(zeros, |d: &[usize], dt, dev| zeros_t(d, dt, dev));
+factory!(empty, |d: &[usize], dt, dev| zeros_t(d, dt, dev));
+factory!(ones, |d: &[usize], dt, dev| filled(d, Scalar::Int(1), dt, dev));
+factory!(rand, |d: &[usize], dt: DType, dev: &Device| random(d, dt, dev, false));
+factory!(randn, |d: &[usize], dt: DType, dev: &Device| random(d, dt, dev, true));
+
+fn random(dims: &[usize], dt: DType, dev: &Device, normal: bool) -> PyResult<PyTensor> {
+    if !dt.is_float() {
+        return Err(runtime_err(format!(
+            "\"{}\" not implemented for '{}'",
+            if normal { "normal_kernel_cpu" } else { "check_uniform_bounds" },
+            dt.name()
+        )));
+    }
+    let n: usize = dims.iter().product();
+    let v: Vec<f64> = with_rng(|r| {
+        if normal {
+            (0..n).map(|_| standard_normal(r)).collect()
+        } else {
+            (0..n).map(|_| r.random::<f64>()).collect()
+        }
+    });
+    let t = Tensor::from_vec(v, dims, dev).py()?.to_dtype(dt.candle()).py()?;
+    Ok(PyTensor::new(t, dt))
+}
+
+/// Box–Muller: one standard normal sample.
+fn standard_normal(r: &mut ::rand::rngs::StdRng) -> f64 {
+    let u1: f64 = 1.0 - r.random::<f64>();
+    let u2: f64 = r.random::<f64>();
+    (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+}
+
+#[pyfunction]
+#[pyo3(signature = (size, fill_value, *, dtype=None, device=None, requires_grad=false))]
+pub fn full(size: &Bound<'_, PyAny>, fill_value: &Bound<'_, PyAny>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<PyTensor> {
+    let _ = requires_grad;
+    let dims = size_arg(&PyTuple::new(size.py(), [size])?)?;
+    let v = fill_scalar(fill_value)?;
+    let dt = opt_dtype(dtype)?.unwrap_or(DType::default_for(v.kind()));
+    filled(&dims, v, dt, &opt_device(device)?)
+}
+
+fn fill_scalar(ob: &Bound<'_, PyAny>) -> PyResult<Scalar> {
+    if let Ok(t) = ob.cast::<PyTensor>() {
+        return super::convert::scalar_of(&t.borrow());
+    }
+    Scalar::extract(ob).ok_or_else(|| type_err(format!("fill_value must be a number, not {}", ob.get_type().name().map(|n| n.to_string()).unwrap_or_default())))
+}
+
+fn like_args(input: &PyTensor, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>) -> PyResult<(DType, Device)> {
+    let dt = opt_dtype(dtype)?.unwrap_or(input.dtype);
+    let dev = match device.filter(|d| !d.is_none()) {
+        Some(d) => crate::device::extract_device(d)?.candle()?,
+        None => input.t.device().clone(),
+    };
+    Ok((dt, dev))
+}
+
+macro_rules! like {
+    ($name:ident, $body:expr) => {
+        #[pyfunction]
+        #[pyo3(signature = (input, *, dtype=None, device=None, requires_grad=false, memory_format=None, layout=None))]
+        pub fn $name(
+            input: &PyTensor,
+            dtype: Option<&Bound<'_, PyAny>>,
+            device: Option<&Bound<'_, PyAny>>,
+            requires_grad: bool,
+            memory_format: Option<&Bound<'_, PyAny>>,
+            layout: Option<&Bound<'_, PyAny>>,
+        ) -> PyResult<PyTensor> {
+            let _ = (requires_grad, memory_format, layout);
+            let (dt, dev) = like_args(input, dtype, device)?;
+            #[allow(clippy::redundant_closure_call)]
+            ($body)(input.dims(), dt, &dev)
+        }
+    };
+}
+
+like!(zeros_like, |d: &[usize], dt, dev| zeros_t(d, dt, dev));
+like!(empty_like, |d: &[usize], dt, dev| zeros_t(d, dt, dev));
+like!(ones_like, |d: &[usize], dt, dev| filled(d, Scalar::Int(1), dt, dev));
+like!(rand_like, |d: &[usize], dt, dev| random(d, dt, dev, false));
+like!(randn_like, |d: &[usize], dt, dev| random(d, dt, dev, true));
+
+#[pyfunction]
+#[pyo3(signature = (input, fill_value, *, dtype=None, device=None))]
+pub fn full_like(input: &PyTensor, fill_value: &Bound<'_, PyAny>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
+    let (dt, dev) = like_args(input, dtype, device)?;
+    filled(input.dims(), fill_scalar(fill_value)?, dt, &dev)
+}
+
+/// randint(high, size) or randint(low, high, size); int64 unless dtype says otherwise.
+#[pyfunction]
+#[pyo3(signature = (*args, size=None, dtype=None, device=None, generator=None))]
+pub fn randint(args: &Bound<'_, PyTuple>, size: Option<&Bound<'_, PyAny>>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, generator: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
+    let _ = generator;
+    let mut a: Vec<Bound<'_, PyAny>> = args.iter().collect();
+    let size_ob = match size {
+        Some(s) => s.clone(),
+        None => a.pop().ok_or_else(|| type_err("randint() missing required argument 'size'"))?,
+    };
+    let (low, high) = match a.len() {
+        1 => (0, int_arg(&a[0])?),
+        2 => (int_arg(&a[0])?, int_arg(&a[1])?),
+        _ => return Err(type_err("randint() takes (high, size) or (low, high, size)")),
+    };
+    if low >= high {
+        return Err(runtime_err(format!("random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")));
+    }
+    let dims = size_arg(&PyTuple::new(args.py(), [size_ob])?)?;
+    let n: usize = dims.iter().product();
+    let v: Vec<i64> = with_rng(|r| (0..n).map(|_| r.random_range(low..high)).collect());
+    let dt = opt_dtype(dtype)?.unwrap_or(DType::I64);
+    let t = Tensor::from_vec(v, dims, &opt_device(device)?).py()?;
+    Ok(PyTensor::new(cast(&t, DType::I64, dt)?, dt))
+}
+
+#[pyfunction]
+#[pyo3(signature = (n, *, dtype=None, device=None))]
+pub fn randperm(n: usize, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
+    let mut v: Vec<i64> = (0..n as i64).collect();
+    with_rng(|r| {
+        for i in (1..n).rev() {
+            let j = r.random_range(0..=i);
+            v.swap(i, j);
+        }
+    });
+    let dt = opt_dtype(dtype)?.unwrap_or(DType::I64);
+    let t = Tensor::from_vec(v, n, &opt_device(device)?).py()?;
+    Ok(PyTensor::new(cast(&t, DType::I64, dt)?, dt))
+}
+
+/// arange(end) / arange(start, end, step): int64 unless an argument is a float (then float32).
+#[pyfunction]
+#[pyo3(signature = (*args, dtype=None, device=None, requires_grad=false, end=None, step=None))]
+pub fn arange(args: &Bound<'_, PyTuple>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool, end: Option<&Bound<'_, PyAny>>, step: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
+    let _ = requires_grad;
+    let mut vals: Vec<Scalar> = args.iter().map(|a| fill_scalar(&a)).collect::<PyResult<_>>()?;
+    if let Some(e) = end {
+        vals.push(fill_scalar(e)?);
+    }
+    if let Some(s) = step {
+        if vals.len() == 1 {
+            vals.insert(0, Scalar::Int(0));
+        }
+        vals.push(fill_scalar(s)?);
+    }
+    let (start, stop, st) = match vals.as_slice() {
+        [e] => (Scalar::Int(0), *e, Scalar::Int(1)),
+        [s, e] => (*s, *e, Scalar::Int(1)),
+        [s, e, st] => (*s, *e, *st),
+        _ => return Err(type_err("arange() takes 1 to 3 positional arguments")),
+    };
+    let kind = start.kind().max(stop.kind()).max(st.kind()).max(Kind::Int);
+    let dt = opt_dtype(dtype)?.unwrap_or(DType::default_for(kind));
+    let (a, b, s) = (start.as_f64(), stop.as_f64(), st.as_f64());
+    if s == 0.0 {
+        return Err(runtime_err("step must be nonzero"));
+    }
+    if (s > 0.0 && b < a) || (s < 0.0 && b > a) {
+        return Err(runtime_err("upper bound and larger bound inconsistent with step sign"));
+    }
+    let dev = opt_device(device)?;
+    let t = if kind == Kind::Int {
+        // All-integer arguments: exact integer arithmetic.
+        let (a, b, s) = (start.as_i64(), stop.as_i64(), st.as_i64());
+        let n = ((b - a) as i128 + (s as i128) - s.signum() as i128) / s as i128;
+        let n = n.max(0) as usize;
+        Tensor::from_vec((0..n as i64).map(|i| a + i * s).collect::<Vec<_>>(), n, &dev).py()?
+    } else {
+        let n = ((b - a) / s).ceil().max(0.0) as usize;
+        Tensor::from_vec((0..n).map(|i| a + i as f64 * s).collect::<Vec<_>>(), n, &dev).py()?
+    };
+    let from = DType::from_candle(t.dtype())?;
+    Ok(PyTensor::new(cast(&t, from, dt)?, dt))
+}
+
+#[pyfunction]
+#[pyo3(signature = (n, m=None, *, dtype=None, device=None, requires_grad=false))]
+pub fn eye(n: usize, m: Option<usize>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<PyTensor> {
+    let _ = requires_grad;
+    let m = m.unwrap_or(n);
+    let dt = opt_dtype(dtype)?.unwrap_or(DType::F32);
+    let v: Vec<u8> = (0..n * m).map(|i| (i / m == i % m) as u8).collect();
+    let t = Tensor::from_vec(v, (n, m), &opt_device(device)?).py()?;
+    Ok(PyTensor::new(cast(&t, DType::Bool, dt)?, dt))
+}
+
+#[pymethods]
+impl PyTensor {
+    #[pyo3(signature = (*size, dtype=None, device=None, requires_grad=false))]
+    fn new_zeros(&self, size: &Bound<'_, PyTuple>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<PyTensor> {
+        let _ = requires_grad;
+        let (dt, dev) = like_args(self, dtype, device)?;
+        zeros_t(&size_arg(size)?, dt, &dev)
+    }
+    #[pyo3(signature = (*size, dtype=None, device=None, requires_grad=false))]
+    fn new_empty(&self, size: &Bound<'_, PyTuple>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<PyTensor> {
+        self.new_zeros(size, dtype, device, requires_grad)
+    }
+    #[pyo3(signature = (*size, dtype=None, device=None, requires_grad=false))]
+    fn new_ones(&self, size: &Bound<'_, PyTuple>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<PyTensor> {
+        let _ = requires_grad;
+        let (dt, dev) = like_args(self, dtype, device)?;
+        filled(&size_arg(size)?, Scalar::Int(1), dt, &dev)
+    }
+    #[pyo3(signature = (size, fill_value, *, dtype=None, device=None, requires_grad=false))]
+    fn new_full(&self, size: &Bound<'_, PyAny>, fill_value: &Bound<'_, PyAny>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<PyTensor> {
+        let _ = requires_grad;
+        let (dt, dev) = like_args(self, dtype, device)?;
+        filled(&size_arg(&PyTuple::new(size.py(), [size])?)?, fill_scalar(fill_value)?, dt, &dev)
+    }
+    #[pyo3(signature = (data, *, dtype=None, device=None, requires_grad=false))]
+    fn new_tensor(&self, data: &Bound<'_, PyAny>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<PyTensor> {
+        let _ = requires_grad;
+        let (dt, dev) = like_args(self, dtype, device)?;
+        from_data(data, Some(dt), &dev)
+    }
+}

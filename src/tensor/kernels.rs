@@ -1,0 +1,320 @@
+//! CPU elementwise engine: strided/broadcast iteration with dims coalesced so the inner loop runs
+//! over the longest contiguous (or constant) stretch, split across rayon threads for large outputs,
+//! and compiled again for AVX2+FMA / AVX-512 so math written as plain Rust vectorises.
+
+use candle_core::Layout;
+use rayon::prelude::*;
+
+/// Below this many elements an op runs on the calling thread (torch splits at about the same size).
+pub const PAR_THRESHOLD: usize = 32 * 1024;
+const CHUNK: usize = 16 * 1024;
+
+/// An operand as the engine sees it: its slice, offset and strides broadcast to the output dims.
+#[derive(Clone)]
+pub struct View<'a, T> {
+    pub data: &'a [T],
+    pub offset: usize,
+    pub strides: Vec<usize>,
+}
+
+impl<'a, T> View<'a, T> {
+    /// `layout` broadcast (right-aligned) to `dims`; callers have checked the shapes broadcast.
+    pub fn new(data: &'a [T], layout: &Layout, dims: &[usize]) -> Self {
+        let src = layout.dims();
+        let st = layout.stride();
+        let pad = dims.len() - src.len();
+        let strides = (0..dims.len())
+            .map(|i| if i < pad || src[i - pad] == 1 { 0 } else { st[i - pad] })
+            .collect();
+        View { data, offset: layout.start_offset(), strides }
+    }
+}
+
+/// Merges adjacent dims that every operand walks as one, and drops size-1 dims.
+fn coalesce(dims: &[usize], strides: &mut [Vec<usize>]) -> Vec<usize> {
+    let mut out_dims: Vec<usize> = Vec::with_capacity(dims.len());
+    let mut out_strides: Vec<Vec<usize>> = vec![Vec::with_capacity(dims.len()); strides.len()];
+    for (i, &d) in dims.iter().enumerate() {
+        if d == 1 {
+            continue;
+        }
+        if let Some(&last) = out_dims.last() {
+            let mergeable = strides
+                .iter()
+                .zip(out_strides.iter())
+                .all(|(s, os)| os[os.len() - 1] == s[i] * d);
+            if mergeable {
+                let n = out_dims.len();
+                out_dims[n - 1] = last * d;
+                for (s, os) in strides.iter().zip(out_strides.iter_mut()) {
+                    let k = os.len();
+                    os[k - 1] = s[i];
+                }
+                continue;
+            }
+        }
+        out_dims.push(d);
+        for (s, os) in strides.iter().zip(out_strides.iter_mut()) {
+            os.push(s[i]);
+        }
+    }
+    if out_dims.is_empty() {
+        out_dims.push(1);
+        for os in out_strides.iter_mut() {
+            os.push(0);
+        }
+    }
+    for (s, os) in strides.iter_mut().zip(out_strides) {
+        *s = os;
+    }
+    out_dims
+}
+
+/// Starting offsets of the row that holds flat position `pos` (all dims but the last).
+#[inline]
+fn row_offsets<const N: usize>(dims: &[usize], strides: &[&[usize]; N], base: [usize; N], outer: usize) -> [usize; N] {
+    let mut offs = base;
+    let mut rem = outer;
+    for d in (0..dims.len() - 1).rev() {
+        let idx = rem % dims[d];
+        rem /= dims[d];
+        for k in 0..N {
+            offs[k] += idx * strides[k][d];
+        }
+    }
+    offs
+}
+
+macro_rules! multiversion {
+    ($(#[$m:meta])* fn $name:ident<$($g:ident),*>($($arg:ident : $ty:ty),*) where [$($w:tt)*] $body:block) => {
+        $(#[$m])*
+        fn $name<$($g),*>($($arg: $ty),*) where $($w)* {
+            #[cfg(target_arch = "x86_64")]
+            {
+                #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma")]
+                unsafe fn avx512<$($g),*>($($arg: $ty),*) where $($w)* $body
+                #[target_feature(enable = "avx2,fma")]
+                unsafe fn avx2<$($g),*>($($arg: $ty),*) where $($w)* $body
+                if std::is_x86_feature_detected!("avx512f") && std::is_x86_feature_detected!("avx512bw") {
+                    // SAFETY: the CPU has the features the function was compiled for.
+                    return unsafe { avx512($($arg),*) };
+                }
+                if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+                    // SAFETY: as above.
+                    return unsafe { avx2($($arg),*) };
+                }
+            }
+            $body
+        }
+    };
+}
+
+multiversion! {
+    /// Fills `out` (flat positions `start..start+out.len()`) with `f(a)`.
+    fn unary_chunk<T, U, F>(dims: &[usize], a: &View<'_, T>, start: usize, out: &mut [U], f: &F)
+    where [T: Copy, F: Fn(T) -> U]
+    {
+        let inner = dims[dims.len() - 1];
+        let sa = a.strides[dims.len() - 1];
+        let (mut o, mut pos) = (0usize, start);
+        while o < out.len() {
+            let (outer, j) = (pos / inner, pos % inner);
+            let [ia] = row_offsets(dims, &[&a.strides], [a.offset], outer);
+            let len = (inner - j).min(out.len() - o);
+            let ia = ia + j * sa;
+            let dst = &mut out[o..o + len];
+            if sa == 1 {
+                for (d, s) in dst.iter_mut().zip(&a.data[ia..ia + len]) {
+                    *d = f(*s);
+                }
+            } else {
+                for (k, d) in dst.iter_mut().enumerate() {
+                    *d = f(a.data[ia + k * sa]);
+                }
+            }
+            o += len;
+            pos += len;
+        }
+    }
+}
+
+multiversion! {
+    /// Fills `out` (flat positions `start..start+out.len()`) with `f(a, b)`.
+    fn binary_chunk<T, U, F>(dims: &[usize], a: &View<'_, T>, b: &View<'_, T>, start: usize, out: &mut [U], f: &F)
+    where [T: Copy, F: Fn(T, T) -> U]
+    {
+        let n = dims.len();
+        let inner = dims[n - 1];
+        let (sa, sb) = (a.strides[n - 1], b.strides[n - 1]);
+        let (mut o, mut pos) = (0usize, start);
+        while o < out.len() {
+            let (outer, j) = (pos / inner, pos % inner);
+            let [ia, ib] = row_offsets(dims, &[&a.strides, &b.strides], [a.offset, b.offset], outer);
+            let len = (inner - j).min(out.len() - o);
+            let (ia, ib) = (ia + j * sa, ib + j * sb);
+            let dst = &mut out[o..o + len];
+            match (sa, sb) {
+                (1, 1) => {
+                    let (xa, xb) = (&a.data[ia..ia + len], &b.data[ib..ib + len]);
+                    for ((d, x), y) in dst.iter_mut().zip(xa).zip(xb) {
+                        *d = f(*x, *y);
+                    }
+                }
+                (1, 0) => {
+                    let y = b.data[ib];
+                    for (d, x) in dst.iter_mut().zip(&a.data[ia..ia + len]) {
+                        *d = f(*x, y);
+                    }
+                }
+                (0, 1) => {
+                    let x = a.data[ia];
+                    for (d, y) in dst.iter_mut().zip(&b.data[ib..ib + len]) {
+                        *d = f(x, *y);
+                    }
+                }
+                _ => {
+                    for (k, d) in dst.iter_mut().enumerate() {
+                        *d = f(a.data[ia + k * sa], b.data[ib + k * sb]);
+                    }
+                }
+            }
+            o += len;
+            pos += len;
+        }
+    }
+}
+
+multiversion! {
+    /// Fills `out` with `f(c, a, b)` (a `where`-shaped ternary).
+    fn ternary_chunk<C, T, U, F>(dims: &[usize], c: &View<'_, C>, a: &View<'_, T>, b: &View<'_, T>, start: usize, out: &mut [U], f: &F)
+    where [C: Copy, T: Copy, F: Fn(C, T, T) -> U]
+    {
+        let n = dims.len();
+        let inner = dims[n - 1];
+        let (sc, sa, sb) = (c.strides[n - 1], a.strides[n - 1], b.strides[n - 1]);
+        let (mut o, mut pos) = (0usize, start);
+        while o < out.len() {
+            let (outer, j) = (pos / inner, pos % inner);
+            let [ic, ia, ib] = row_offsets(dims, &[&c.strides, &a.strides, &b.strides], [c.offset, a.offset, b.offset], outer);
+            let len = (inner - j).min(out.len() - o);
+            let (ic, ia, ib) = (ic + j * sc, ia + j * sa, ib + j * sb);
+            for (k, d) in out[o..o + len].iter_mut().enumerate() {
+                *d = f(c.data[ic + k * sc], a.data[ia + k * sa], b.data[ib + k * sb]);
+            }
+            o += len;
+            pos += len;
+        }
+    }
+}
+
+fn run<U: Send, G>(numel: usize, init: U, g: G) -> Vec<U>
+where
+    U: Copy + Sync,
+    G: Fn(usize, &mut [U]) + Sync,
+{
+    let mut out = vec![init; numel];
+    if numel >= PAR_THRESHOLD && rayon::current_num_threads() > 1 {
+        out.par_chunks_mut(CHUNK).enumerate().for_each(|(i, chunk)| g(i * CHUNK, chunk));
+    } else if numel > 0 {
+        g(0, &mut out);
+    }
+    out
+}
+
+pub fn unary<T, U, F>(dims: &[usize], a: View<'_, T>, init: U, f: F) -> Vec<U>
+where
+    T: Copy + Sync,
+    U: Copy + Send + Sync,
+    F: Fn(T) -> U + Sync,
+{
+    let numel = dims.iter().product();
+    let mut st = [a.strides.clone()];
+    let cd = coalesce(dims, &mut st);
+    let [s] = st;
+    let a = View { strides: s, ..a };
+    run(numel, init, |start, out| unary_chunk(&cd, &a, start, out, &f))
+}
+
+pub fn binary<T, U, F>(dims: &[usize], a: View<'_, T>, b: View<'_, T>, init: U, f: F) -> Vec<U>
+where
+    T: Copy + Sync,
+    U: Copy + Send + Sync,
+    F: Fn(T, T) -> U + Sync,
+{
+    let numel = dims.iter().product();
+    let mut st = [a.strides.clone(), b.strides.clone()];
+    let cd = coalesce(dims, &mut st);
+    let [s1, s2] = st;
+    let (a, b) = (View { strides: s1, ..a }, View { strides: s2, ..b });
+    run(numel, init, |start, out| binary_chunk(&cd, &a, &b, start, out, &f))
+}
+
+pub fn ternary<C, T, U, F>(dims: &[usize], c: View<'_, C>, a: View<'_, T>, b: View<'_, T>, init: U, f: F) -> Vec<U>
+where
+    C: Copy + Sync,
+    T: Copy + Sync,
+    U: Copy + Send + Sync,
+    F: Fn(C, T, T) -> U + Sync,
+{
+    let numel = dims.iter().product();
+    let mut st = [c.strides.clone(), a.strides.clone(), b.strides.clone()];
+    let cd = coalesce(dims, &mut st);
+    let [s0, s1, s2] = st;
+    let (c, a, b) = (View { strides: s0, ..c }, View { strides: s1, ..a }, View { strides: s2, ..b });
+    run(numel, init, |start, out| ternary_chunk(&cd, &c, &a, &b, start, out, &f))
+}
+
+// ---- vectorisable f32 math (plain arithmetic, no libm calls, so LLVM can vectorise the loops) ----
+
+/// exp(x) for f32: range reduction to 2^n·e^r and its degree-7 Taylor polynomial; ~1 ulp.
+#[inline(always)]
+pub fn exp_f32(x: f32) -> f32 {
+    let x = x.clamp(-104.0, 89.0);
+    let n = (x * std::f32::consts::LOG2_E).round();
+    let r = x - n * 0.693_145_75 - n * 1.428_606_8e-6;
+    let p = 1.0
+        + r * (1.0
+            + r * (0.5
+                + r * (0.166_666_67 + r * (0.041_666_668 + r * (0.008_333_334 + r * (0.001_388_889 + r * 0.000_198_412_7))))));
+    // 2^n split in two steps so n down to -150 stays representable (subnormal results).
+    let n = n as i32;
+    let h = n / 2;
+    let s1 = f32::from_bits(((h + 127) as u32) << 23);
+    let s2 = f32::from_bits(((n - h + 127) as u32) << 23);
+    p * s1 * s2
+}
+
+#[inline(always)]
+pub fn tanh_f32(x: f32) -> f32 {
+    // tanh(x) = (1 - e^{-2|x|}) / (1 + e^{-2|x|}) with the sign restored; a series near 0.
+    let ax = x.abs();
+    let e = exp_f32(-2.0 * ax);
+    let t = (1.0 - e) / (1.0 + e);
+    let x2 = x * x;
+    let small = ax * (1.0 + x2 * (-0.333_333_34 + x2 * (0.133_333_34 + x2 * -0.053_968_254)));
+    let t = if ax < 0.0625 { small } else { t };
+    t.copysign(x)
+}
+
+#[inline(always)]
+pub fn sigmoid_f32(x: f32) -> f32 {
+    1.0 / (1.0 + exp_f32(-x))
+}
+
+/// erf(x) for f32 (max abs error ~1e-7): a rational-free polynomial fit of erf on |x| < 0.9 and
+/// 1 - exp(-x^2)·poly(1/(1+p|x|)) (Abramowitz–Stegun 7.1.26 refined) beyond.
+#[inline(always)]
+pub fn erf_f32(x: f32) -> f32 {
+    let ax = x.abs();
+    // Near zero: Taylor series, accurate to f32 precision for |x| < 0.5.
+    let x2 = x * x;
+    let small = ax
+        * (1.128_379_2
+            + x2 * (-0.376_126_14 + x2 * (0.112_837_92 + x2 * (-0.026_866_17 + x2 * (0.005_223_977 + x2 * -0.000_854_8)))));
+    let t = 1.0 / (1.0 + 0.327_591_1 * ax);
+    let poly = t
+        * (0.254_829_6 + t * (-0.284_496_74 + t * (1.421_413_7 + t * (-1.453_152_1 + t * 1.061_405_4))));
+    let big = 1.0 - poly * exp_f32(-x2);
+    let r = if ax < 0.5 { small } else { big };
+    r.min(1.0).copysign(x)
+}

@@ -1,0 +1,285 @@
+//! `candle_bind.Tensor`: a Candle tensor plus its logical dtype (bool lives in a U8 tensor).
+//! Methods are spread over the files of this module (pyo3 `multiple-pymethods`), one per area.
+
+pub mod arith;
+pub mod convert;
+pub mod creation;
+pub mod index;
+pub mod kernels;
+pub mod reduce;
+pub mod shape;
+
+use candle_core::{Device, Storage, Tensor, WithDType};
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyFloat, PyInt};
+
+use crate::dtype::{DType, Kind};
+use crate::error::{runtime_err, IntoPyResult};
+use kernels::View;
+
+#[pyclass(name = "Tensor", module = "candle_bind", subclass)]
+pub struct PyTensor {
+    pub t: Tensor,
+    pub dtype: DType,
+}
+
+impl PyTensor {
+    pub fn new(t: Tensor, dtype: DType) -> Self {
+        PyTensor { t, dtype }
+    }
+    /// Wraps a Candle tensor whose dtype is its logical dtype (U8 reads as uint8).
+    pub fn wrap(t: Tensor) -> PyResult<Self> {
+        let dtype = DType::from_candle(t.dtype())?;
+        Ok(PyTensor { t, dtype })
+    }
+    pub fn boolean(t: Tensor) -> Self {
+        PyTensor { t, dtype: DType::Bool }
+    }
+    pub fn dims(&self) -> &[usize] {
+        self.t.dims()
+    }
+    pub fn rank(&self) -> usize {
+        self.t.rank()
+    }
+    pub fn numel(&self) -> usize {
+        self.t.elem_count()
+    }
+    pub fn same(&self, t: Tensor) -> Self {
+        PyTensor { t, dtype: self.dtype }
+    }
+}
+
+/// A Python number as an operand.
+#[derive(Clone, Copy, Debug)]
+pub enum Scalar {
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+}
+
+impl Scalar {
+    pub fn kind(self) -> Kind {
+        match self {
+            Scalar::Bool(_) => Kind::Bool,
+            Scalar::Int(_) => Kind::Int,
+            Scalar::Float(_) => Kind::Float,
+        }
+    }
+    pub fn as_f64(self) -> f64 {
+        match self {
+            Scalar::Bool(b) => b as i64 as f64,
+            Scalar::Int(i) => i as f64,
+            Scalar::Float(f) => f,
+        }
+    }
+    pub fn extract(ob: &Bound<'_, PyAny>) -> Option<Scalar> {
+        if let Ok(b) = ob.cast::<PyBool>() {
+            return Some(Scalar::Bool(b.is_true()));
+        }
+        if ob.is_instance_of::<PyInt>() {
+            return ob.extract::<i64>().ok().map(Scalar::Int);
+        }
+        if let Ok(f) = ob.cast::<PyFloat>() {
+            return Some(Scalar::Float(f.value()));
+        }
+        // numpy scalars and other numbers: ints through __index__, the rest through __float__.
+        if ob.hasattr(pyo3::intern!(ob.py(), "__index__")).unwrap_or(false) {
+            return ob.extract::<i64>().ok().map(Scalar::Int);
+        }
+        if ob.hasattr(pyo3::intern!(ob.py(), "__float__")).unwrap_or(false) {
+            return ob.extract::<f64>().ok().map(Scalar::Float);
+        }
+        None
+    }
+    /// A 0-d Candle tensor holding this value in `dtype`.
+    pub fn tensor(self, dtype: DType, device: &Device) -> PyResult<Tensor> {
+        let t = match (self, dtype) {
+            (_, DType::Bool) => Tensor::new(self.truthy() as u8, device),
+            (_, DType::U8) => Tensor::new(self.as_i64() as u8, device),
+            (_, DType::I32) => Tensor::new(self.as_i64() as i32, device),
+            (_, DType::I64) => Tensor::new(self.as_i64(), device),
+            (_, DType::F16) => Tensor::new(half::f16::from_f64(self.as_f64()), device),
+            (_, DType::BF16) => Tensor::new(half::bf16::from_f64(self.as_f64()), device),
+            (_, DType::F32) => Tensor::new(self.as_f64() as f32, device),
+            (_, DType::F64) => Tensor::new(self.as_f64(), device),
+        };
+        t.py()
+    }
+    pub fn as_i64(self) -> i64 {
+        match self {
+            Scalar::Bool(b) => b as i64,
+            Scalar::Int(i) => i,
+            Scalar::Float(f) => f as i64,
+        }
+    }
+    pub fn truthy(self) -> bool {
+        match self {
+            Scalar::Bool(b) => b,
+            Scalar::Int(i) => i != 0,
+            Scalar::Float(f) => f != 0.0,
+        }
+    }
+}
+
+/// An operand of a binary op: a tensor or a Python number.
+#[derive(Clone, Copy)]
+pub enum Operand<'a> {
+    T(&'a PyTensor),
+    S(Scalar),
+}
+
+/// An operand as read from Python (holds the borrow of a tensor argument).
+pub enum Arg<'py> {
+    T(PyRef<'py, PyTensor>),
+    S(Scalar),
+}
+
+impl<'py> Arg<'py> {
+    pub fn extract(ob: &Bound<'py, PyAny>) -> Option<Self> {
+        if let Ok(t) = ob.cast::<PyTensor>() {
+            return t.try_borrow().ok().map(Arg::T);
+        }
+        Scalar::extract(ob).map(Arg::S)
+    }
+    pub fn op(&self) -> Operand<'_> {
+        match self {
+            Arg::T(t) => Operand::T(t),
+            Arg::S(s) => Operand::S(*s),
+        }
+    }
+}
+
+/// torch's type promotion over the operands of one op (dim tensors, 0-d tensors, Python numbers).
+#[derive(Default)]
+pub struct Promotion {
+    dim: Option<DType>,
+    zero: Option<DType>,
+    wrapped: Option<DType>,
+}
+
+impl Promotion {
+    pub fn tensor(mut self, t: &PyTensor) -> Self {
+        let slot = if t.rank() == 0 { &mut self.zero } else { &mut self.dim };
+        *slot = Some(slot.map_or(t.dtype, |d| DType::promote(d, t.dtype)));
+        self
+    }
+    pub fn scalar(mut self, s: Scalar) -> Self {
+        let d = DType::default_for(s.kind());
+        self.wrapped = Some(self.wrapped.map_or(d, |w| DType::promote(w, d)));
+        self
+    }
+    pub fn operand(self, o: &Operand<'_>) -> Self {
+        match o {
+            Operand::T(t) => self.tensor(t),
+            Operand::S(s) => self.scalar(*s),
+        }
+    }
+    pub fn result(&self) -> DType {
+        fn combine(higher: Option<DType>, lower: Option<DType>) -> Option<DType> {
+            match (higher, lower) {
+                (Some(h), _) if h.is_float() => Some(h),
+                (Some(h), Some(l)) if h == DType::Bool || l.is_float() => Some(DType::promote(h, l)),
+                (Some(h), _) => Some(h),
+                (None, l) => l,
+            }
+        }
+        combine(self.dim, combine(self.zero, self.wrapped)).unwrap_or(DType::F32)
+    }
+}
+
+/// Converts to a logical dtype; to bool means `!= 0` (NaN is true), as torch.
+pub fn cast(t: &Tensor, from: DType, to: DType) -> PyResult<Tensor> {
+    if from == to || (from.candle() == to.candle() && to != DType::Bool) {
+        return Ok(t.clone());
+    }
+    if to == DType::Bool {
+        if t.device().is_cpu() {
+            return with_dtype!(t.dtype(), T => map_cpu::<T, u8, _>(t, |x| (x != T::from_f64(0.0)) as u8));
+        }
+        let zero = t.zeros_like().py()?;
+        return t.ne(&zero).py();
+    }
+    t.to_dtype(to.candle()).py()
+}
+
+/// Runs `f` over a CPU tensor's elements (any layout) into a new contiguous tensor.
+pub fn map_cpu<T: WithDType, U: WithDType, F: Fn(T) -> U + Sync>(t: &Tensor, f: F) -> PyResult<Tensor> {
+    let (storage, layout) = t.storage_and_layout();
+    let Storage::Cpu(cpu) = &*storage else {
+        return Err(runtime_err("expected a CPU tensor"));
+    };
+    let data = cpu.as_slice::<T>().py()?;
+    let dims = layout.dims();
+    let out = kernels::unary(dims, View::new(data, layout, dims), U::from_f64(0.0), f);
+    drop(storage);
+    Tensor::from_vec(out, dims, &Device::Cpu).py()
+}
+
+/// Runs `f` over two broadcastable CPU tensors of the same Candle dtype into a tensor of `out_dims`.
+pub fn zip_cpu<T: WithDType, U: WithDType, F: Fn(T, T) -> U + Sync>(
+    a: &Tensor,
+    b: &Tensor,
+    out_dims: &[usize],
+    f: F,
+) -> PyResult<Tensor> {
+    let (sa, la) = a.storage_and_layout();
+    let (sb, lb) = b.storage_and_layout();
+    let (Storage::Cpu(ca), Storage::Cpu(cb)) = (&*sa, &*sb) else {
+        return Err(runtime_err("expected CPU tensors"));
+    };
+    let (da, db) = (ca.as_slice::<T>().py()?, cb.as_slice::<T>().py()?);
+    let out = kernels::binary(out_dims, View::new(da, la, out_dims), View::new(db, lb, out_dims), U::from_f64(0.0), f);
+    drop((sa, sb));
+    Tensor::from_vec(out, out_dims, &Device::Cpu).py()
+}
+
+/// `with_dtype!(candle_dtype, T => expr)` runs `expr` with `T` bound to the element type.
+#[macro_export]
+macro_rules! with_dtype {
+    ($dt:expr, $T:ident => $body:expr) => {
+        match $dt {
+            candle_core::DType::U8 => { type $T = u8; $body }
+            candle_core::DType::I32 => { type $T = i32; $body }
+            candle_core::DType::I64 => { type $T = i64; $body }
+            candle_core::DType::F16 => { type $T = half::f16; $body }
+            candle_core::DType::BF16 => { type $T = half::bf16; $body }
+            candle_core::DType::F32 => { type $T = f32; $body }
+            candle_core::DType::F64 => { type $T = f64; $body }
+            other => Err($crate::error::dtype_err(format!("unsupported dtype {other:?}"))),
+        }
+    };
+}
+pub(crate) use with_dtype;
+
+/// Torch's broadcast of two shapes, with its error message.
+pub fn broadcast_dims(a: &[usize], b: &[usize]) -> PyResult<Vec<usize>> {
+    let n = a.len().max(b.len());
+    let mut out = vec![0; n];
+    for i in 0..n {
+        let da = if i + a.len() >= n { a[i + a.len() - n] } else { 1 };
+        let db = if i + b.len() >= n { b[i + b.len() - n] } else { 1 };
+        out[i] = if da == db || db == 1 {
+            da
+        } else if da == 1 {
+            db
+        } else {
+            return Err(crate::error::shape_err(format!(
+                "The size of tensor a ({da}) must match the size of tensor b ({db}) at non-singleton dimension {i}"
+            )));
+        };
+    }
+    Ok(out)
+}
+
+/// Normalises a possibly negative dim against `rank` (torch's IndexError when out of range).
+pub fn norm_dim(dim: i64, rank: usize) -> PyResult<usize> {
+    let r = rank.max(1) as i64;
+    if dim < -r || dim >= r {
+        return Err(crate::error::dim_err(dim, rank));
+    }
+    Ok(if dim < 0 { (dim + r) as usize } else { dim as usize })
+}
+
+pub fn is_cpu(t: &Tensor) -> bool {
+    matches!(t.device(), Device::Cpu)
+}

@@ -1,0 +1,560 @@
+//! Reductions over any set of dims (moved last, then reduced row by row in parallel), scans,
+//! softmax and log_softmax.
+
+use candle_core::{Device, Storage, Tensor, WithDType};
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use rayon::prelude::*;
+
+use super::kernels::exp_f32;
+use super::{cast, norm_dim, with_dtype, PyTensor};
+use crate::dtype::{opt_dtype, DType};
+use crate::error::{dtype_err, runtime_err, IntoPyResult};
+
+/// Which dims a `dim=` argument names (None: all), normalised and de-duplicated.
+fn reduce_dims(dim: Option<&Bound<'_, PyAny>>, rank: usize) -> PyResult<Vec<usize>> {
+    let raw: Vec<i64> = match dim.filter(|d| !d.is_none()) {
+        None => return Ok((0..rank).collect()),
+        Some(d) => match d.extract::<i64>() {
+            Ok(i) => vec![i],
+            Err(_) => d.extract()?,
+        },
+    };
+    if raw.is_empty() {
+        return Ok((0..rank).collect());
+    }
+    let mut out: Vec<usize> = Vec::new();
+    for r in raw {
+        let d = norm_dim(r, rank)?;
+        if out.contains(&d) {
+            return Err(runtime_err(format!("dim {d} appears multiple times in the list of dims")));
+        }
+        out.push(d);
+    }
+    Ok(out)
+}
+
+/// Moves `dims` last, makes the tensor contiguous and applies `f` to every row of reduced elements.
+/// Returns the kept-dims result (shape with or without the reduced dims as 1s).
+fn rows<T: WithDType, U: WithDType, F>(t: &Tensor, dims: &[usize], keepdim: bool, f: F) -> PyResult<Tensor>
+where
+    F: Fn(&[T]) -> U + Sync + Send,
+{
+    let rank = t.rank();
+    let orig = t.dims().to_vec();
+    let kept: Vec<usize> = (0..rank).filter(|d| !dims.contains(d)).collect();
+    let order: Vec<usize> = kept.iter().chain(dims.iter()).copied().collect();
+    let t = if rank > 0 { t.permute(order).py()?.contiguous().py()? } else { t.contiguous().py()? };
+    let row: usize = dims.iter().map(|&d| orig[d]).product();
+    let out_dims: Vec<usize> = if keepdim {
+        (0..rank).map(|d| if dims.contains(&d) { 1 } else { orig[d] }).collect()
+    } else {
+        kept.iter().map(|&d| orig[d]).collect()
+    };
+    let n_out: usize = out_dims.iter().product();
+    let (storage, layout) = t.storage_and_layout();
+    let Storage::Cpu(cpu) = &*storage else {
+        return Err(runtime_err("reductions are not supported on this device yet"));
+    };
+    let data = cpu.as_slice::<T>().py()?;
+    let data = &data[layout.start_offset()..layout.start_offset() + t.elem_count()];
+    let mut out = vec![U::from_f64(0.0); n_out];
+    let work = |out: &mut [U]| {
+        if row == 0 {
+            out.iter_mut().for_each(|o| *o = f(&[]));
+        } else if n_out * row >= super::kernels::PAR_THRESHOLD && n_out > 1 {
+            out.par_iter_mut().zip(data.par_chunks(row)).for_each(|(o, r)| *o = f(r));
+        } else {
+            out.iter_mut().zip(data.chunks(row)).for_each(|(o, r)| *o = f(r));
+        }
+    };
+    if n_out * row >= super::kernels::PAR_THRESHOLD {
+        Python::attach(|py| py.detach(|| work(&mut out)));
+    } else {
+        work(&mut out);
+    }
+    drop(storage);
+    Tensor::from_vec(out, out_dims, &Device::Cpu).py()
+}
+
+/// Sum of an f32 row in blocks of f32 lanes (vectorised) folded into f64, for accuracy and speed.
+fn sum_f32(r: &[f32]) -> f64 {
+    let mut total = 0f64;
+    for block in r.chunks(256) {
+        let mut acc = [0f32; 16];
+        let mut it = block.chunks_exact(16);
+        for c in &mut it {
+            for i in 0..16 {
+                acc[i] += c[i];
+            }
+        }
+        let tail: f32 = it.remainder().iter().sum();
+        total += acc.iter().map(|&x| x as f64).sum::<f64>() + tail as f64;
+    }
+    total
+}
+
+static RETURN_TYPES: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
+/// A torch.return_types-style named tuple `(values, indices)`.
+fn values_indices(py: Python<'_>, name: &str, values: PyTensor, indices: PyTensor) -> PyResult<Py<PyAny>> {
+    let m = RETURN_TYPES.get_or_try_init(py, || -> PyResult<_> { Ok(py.import("candle_bind.return_types")?.into_any().unbind()) })?;
+    Ok(m.bind(py).getattr(name)?.call1((Py::new(py, values)?, Py::new(py, indices)?))?.unbind())
+}
+
+impl PyTensor {
+    fn float_input(&self, op: &str) -> PyResult<()> {
+        if !self.dtype.is_float() {
+            return Err(dtype_err(format!(
+                "{op}(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: {}",
+                self.dtype.name()
+            )));
+        }
+        Ok(())
+    }
+
+    fn sum_impl(&self, dims: &[usize], keepdim: bool, dtype: Option<DType>) -> PyResult<PyTensor> {
+        let out_dt = dtype.unwrap_or(if self.dtype.is_float() { self.dtype } else { DType::I64 });
+        if out_dt.is_float() {
+            let src = cast(&self.t, self.dtype, if out_dt == DType::F64 { DType::F64 } else { DType::F32 })?;
+            let r = if src.dtype() == candle_core::DType::F64 {
+                rows::<f64, f64, _>(&src, dims, keepdim, |r| r.iter().sum())?
+            } else {
+                rows::<f32, f32, _>(&src, dims, keepdim, |r| sum_f32(r) as f32)?
+            };
+            Ok(PyTensor::new(r.to_dtype(out_dt.candle()).py()?, out_dt))
+        } else {
+            let src = cast(&self.t, self.dtype, DType::I64)?;
+            let r = rows::<i64, i64, _>(&src, dims, keepdim, |r| r.iter().fold(0i64, |a, &b| a.wrapping_add(b)))?;
+            Ok(PyTensor::new(cast(&r, DType::I64, out_dt)?, out_dt))
+        }
+    }
+
+    /// max/min over `dims` (values only), NaN propagating for floats.
+    fn extreme(&self, dims: &[usize], keepdim: bool, max: bool) -> PyResult<PyTensor> {
+        if self.numel() == 0 && dims.iter().any(|&d| self.dims()[d] == 0) {
+            return Err(runtime_err(format!(
+                "{}(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument.",
+                if max { "max" } else { "min" }
+            )));
+        }
+        let src = if matches!(self.dtype, DType::F16 | DType::BF16) { self.t.to_dtype(candle_core::DType::F32).py()? } else { self.t.clone() };
+        let r = with_dtype!(src.dtype(), T => rows::<T, T, _>(&src, dims, keepdim, |r| {
+            let mut m = r[0];
+            for &v in r {
+                #[allow(clippy::eq_op)]
+                let nan = v != v;
+                if nan { return v; }
+                if (max && v > m) || (!max && v < m) { m = v; }
+            }
+            m
+        }))?;
+        Ok(self.same(r.to_dtype(self.dtype.candle()).py()?))
+    }
+
+    /// argmax/argmin along one dim (first occurrence; NaN counts as the extreme, as torch).
+    fn arg_extreme(&self, dim: usize, keepdim: bool, max: bool) -> PyResult<PyTensor> {
+        if self.rank() > 0 && self.dims()[dim] == 0 {
+            return Err(crate::error::index_err(format!(
+                "{}(): Expected reduction dim {dim} to have non-zero size.",
+                if max { "argmax" } else { "argmin" }
+            )));
+        }
+        let src = if matches!(self.dtype, DType::F16 | DType::BF16) { self.t.to_dtype(candle_core::DType::F32).py()? } else { self.t.clone() };
+        let dims: Vec<usize> = if self.rank() == 0 { vec![] } else { vec![dim] };
+        let r = with_dtype!(src.dtype(), T => rows::<T, i64, _>(&src, &dims, keepdim, |r| {
+            let mut best = 0usize;
+            for (i, &v) in r.iter().enumerate() {
+                #[allow(clippy::eq_op)]
+                if v != v { return i as i64; }
+                if (max && v > r[best]) || (!max && v < r[best]) { best = i; }
+            }
+            best as i64
+        }))?;
+        Ok(PyTensor::new(r, DType::I64))
+    }
+
+    fn var_impl(&self, dim: Option<&Bound<'_, PyAny>>, correction: f64, keepdim: bool) -> PyResult<PyTensor> {
+        self.float_input("var")?;
+        let dims = reduce_dims(dim, self.rank())?;
+        let src = cast(&self.t, self.dtype, DType::F64)?;
+        let r = rows::<f64, f64, _>(&src, &dims, keepdim, |r| {
+            let n = r.len() as f64;
+            let mean = r.iter().sum::<f64>() / n;
+            let ss: f64 = r.iter().map(|x| (x - mean) * (x - mean)).sum();
+            ss / (n - correction).max(0.0)
+        })?;
+        Ok(self.same(r.to_dtype(self.dtype.candle()).py()?))
+    }
+
+    fn scan(&self, dim: i64, dtype: Option<DType>, prod: bool) -> PyResult<PyTensor> {
+        let out_dt = dtype.unwrap_or(if self.dtype.is_float() { self.dtype } else { DType::I64 });
+        let work_dt = match out_dt { DType::F16 | DType::BF16 => DType::F32, DType::Bool | DType::U8 | DType::I32 => DType::I64, d => d };
+        if self.rank() == 0 {
+            return Ok(PyTensor::new(cast(&self.t, self.dtype, out_dt)?, out_dt));
+        }
+        let d = norm_dim(dim, self.rank())?;
+        let last = self.rank() - 1;
+        let src = cast(&self.t, self.dtype, work_dt)?.transpose(d, last).py()?.contiguous().py()?;
+        let n = src.dims()[last];
+        let out = with_dtype!(src.dtype(), T => {
+            let mut v: Vec<T> = src.flatten_all().py()?.to_vec1::<T>().py()?;
+            if n > 0 {
+                v.par_chunks_mut(n).for_each(|row| {
+                    for i in 1..row.len() {
+                        row[i] = if prod { row[i - 1] * row[i] } else { row[i - 1] + row[i] };
+                    }
+                });
+            }
+            Tensor::from_vec(v, src.dims(), &Device::Cpu).py()
+        })?;
+        let out = out.transpose(d, last).py()?.contiguous().py()?;
+        Ok(PyTensor::new(cast(&out, work_dt, out_dt)?, out_dt))
+    }
+
+    pub fn softmax_impl(&self, dim: i64, dtype: Option<DType>, log: bool) -> PyResult<PyTensor> {
+        let dt = dtype.unwrap_or(self.dtype);
+        if !dt.is_float() {
+            return Err(dtype_err(format!("\"softmax_lastdim_kernel_impl\" not implemented for '{}'", dt.name())));
+        }
+        if self.rank() == 0 {
+            let v = if log { 0.0 } else { 1.0 };
+            return Ok(PyTensor::new(Tensor::full(v, (), self.t.device()).py()?.to_dtype(dt.candle()).py()?, dt));
+        }
+        let d = norm_dim(dim, self.rank())?;
+        let last = self.rank() - 1;
+        let src = cast(&self.t, self.dtype, dt)?;
+        let moved = if d == last { src } else { src.transpose(d, last).py()? };
+        let out = if !super::is_cpu(&moved) {
+            let m = moved.contiguous().py()?;
+            if log { candle_nn::ops::log_softmax(&m, last).py()? } else { candle_nn::ops::softmax_last_dim(&m).py()? }
+        } else {
+            let w = if dt == DType::F64 { moved } else { moved.to_dtype(candle_core::DType::F32).py()? };
+            let w = w.contiguous().py()?;
+            let numel = w.elem_count();
+            let r = if numel >= super::kernels::PAR_THRESHOLD {
+                Python::attach(|py| py.detach(|| softmax_rows(&w, log)))?
+            } else {
+                softmax_rows(&w, log)?
+            };
+            r.to_dtype(dt.candle()).py()?
+        };
+        let out = if d == last { out } else { out.transpose(d, last).py()?.contiguous().py()? };
+        Ok(PyTensor::new(out, dt))
+    }
+}
+
+/// Softmax (or log-softmax) of every last-dim row of a contiguous f32/f64 CPU tensor.
+fn softmax_rows(t: &Tensor, log: bool) -> PyResult<Tensor> {
+    let n = t.dims()[t.rank() - 1];
+    let (storage, layout) = t.storage_and_layout();
+    let Storage::Cpu(cpu) = &*storage else { return Err(runtime_err("expected a CPU tensor")) };
+    let o = layout.start_offset();
+    let out = match t.dtype() {
+        candle_core::DType::F32 => {
+            let src = &cpu.as_slice::<f32>().py()?[o..o + t.elem_count()];
+            let mut dst = vec![0f32; src.len()];
+            if n > 0 {
+                let rows = src.par_chunks(n).zip(dst.par_chunks_mut(n));
+                rows.with_min_len(64.max(4096 / n.max(1))).for_each(|(s, d)| softmax_row_f32(s, d, log));
+            }
+            Tensor::from_vec(dst, t.dims(), &Device::Cpu)
+        }
+        _ => {
+            let src = &cpu.as_slice::<f64>().py()?[o..o + t.elem_count()];
+            let mut dst = vec![0f64; src.len()];
+            if n > 0 {
+                src.par_chunks(n).zip(dst.par_chunks_mut(n)).for_each(|(s, d)| {
+                    let m = s.iter().fold(f64::NEG_INFINITY, |a, &b| if b > a || b.is_nan() { b } else { a });
+                    let m = if m.is_infinite() { 0.0 } else { m };
+                    let mut sum = 0.0;
+                    for (x, y) in s.iter().zip(d.iter_mut()) {
+                        *y = (x - m).exp();
+                        sum += *y;
+                    }
+                    if log {
+                        let ls = sum.ln();
+                        s.iter().zip(d.iter_mut()).for_each(|(x, y)| *y = x - m - ls);
+                    } else {
+                        d.iter_mut().for_each(|y| *y /= sum);
+                    }
+                });
+            }
+            Tensor::from_vec(dst, t.dims(), &Device::Cpu)
+        }
+    };
+    drop(storage);
+    out.py()
+}
+
+fn softmax_row_f32(s: &[f32], d: &mut [f32], log: bool) {
+    let m = s.iter().fold(f32::NEG_INFINITY, |a, &b| if b > a || b.is_nan() { b } else { a });
+    // A row of -inf stays NaN as in torch; an all -inf max must not turn finite rows into NaN.
+    let m = if m == f32::NEG_INFINITY { 0.0 } else { m };
+    exp_shift(s, d, m);
+    let sum = d.iter().map(|&x| x as f64).sum::<f64>() as f32;
+    if log {
+        let ls = sum.ln();
+        s.iter().zip(d.iter_mut()).for_each(|(x, y)| *y = x - m - ls);
+    } else {
+        let inv = 1.0 / sum;
+        d.iter_mut().for_each(|y| *y *= inv);
+    }
+}
+
+/// d = exp(s - m), in a loop LLVM vectorises (compiled again for AVX2/AVX-512 when present).
+fn exp_shift(s: &[f32], d: &mut [f32], m: f32) {
+    #[inline(always)]
+    fn body(s: &[f32], d: &mut [f32], m: f32) {
+        for (x, y) in s.iter().zip(d.iter_mut()) {
+            *y = exp_f32(*x - m);
+        }
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma")]
+        unsafe fn v512(s: &[f32], d: &mut [f32], m: f32) {
+            body(s, d, m)
+        }
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn v256(s: &[f32], d: &mut [f32], m: f32) {
+            body(s, d, m)
+        }
+        if std::is_x86_feature_detected!("avx512f") && std::is_x86_feature_detected!("avx512bw") {
+            // SAFETY: the CPU supports the enabled features.
+            return unsafe { v512(s, d, m) };
+        }
+        if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+            // SAFETY: as above.
+            return unsafe { v256(s, d, m) };
+        }
+    }
+    body(s, d, m)
+}
+
+#[pymethods]
+impl PyTensor {
+    #[pyo3(signature = (dim=None, keepdim=false, *, dtype=None))]
+    fn sum(&self, dim: Option<&Bound<'_, PyAny>>, keepdim: bool, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
+        let dims = reduce_dims(dim, self.rank())?;
+        self.sum_impl(&dims, keepdim, opt_dtype(dtype)?)
+    }
+    #[pyo3(signature = (dim=None, keepdim=false, *, dtype=None))]
+    fn nansum(&self, dim: Option<&Bound<'_, PyAny>>, keepdim: bool, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
+        let x = if self.dtype.is_float() { self.nan_to_num_zero()? } else { self.same(self.t.clone()) };
+        x.sum(dim, keepdim, dtype)
+    }
+    #[pyo3(signature = (dim=None, keepdim=false, *, dtype=None))]
+    fn mean(&self, dim: Option<&Bound<'_, PyAny>>, keepdim: bool, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
+        let dt = opt_dtype(dtype)?.unwrap_or(self.dtype);
+        if !dt.is_float() {
+            return Err(dtype_err(format!(
+                "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: {}",
+                capital(self.dtype)
+            )));
+        }
+        let dims = reduce_dims(dim, self.rank())?;
+        let n: usize = dims.iter().map(|&d| self.dims()[d]).product();
+        let src = cast(&self.t, self.dtype, if dt == DType::F64 { DType::F64 } else { DType::F32 })?;
+        let r = if src.dtype() == candle_core::DType::F64 {
+            rows::<f64, f64, _>(&src, &dims, keepdim, move |r| r.iter().sum::<f64>() / n as f64)?
+        } else {
+            rows::<f32, f32, _>(&src, &dims, keepdim, move |r| (sum_f32(r) / n as f64) as f32)?
+        };
+        Ok(PyTensor::new(r.to_dtype(dt.candle()).py()?, dt))
+    }
+    #[pyo3(signature = (dim=None, keepdim=false, *, dtype=None))]
+    fn prod(&self, dim: Option<i64>, keepdim: bool, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
+        let out_dt = opt_dtype(dtype)?.unwrap_or(if self.dtype.is_float() { self.dtype } else { DType::I64 });
+        let dims = match dim { None => (0..self.rank()).collect(), Some(d) => vec![norm_dim(d, self.rank())?] };
+        let r = if out_dt.is_float() {
+            let src = cast(&self.t, self.dtype, DType::F64)?;
+            rows::<f64, f64, _>(&src, &dims, keepdim, |r| r.iter().product())?
+        } else {
+            let src = cast(&self.t, self.dtype, DType::I64)?;
+            rows::<i64, i64, _>(&src, &dims, keepdim, |r| r.iter().fold(1i64, |a, &b| a.wrapping_mul(b)))?
+        };
+        let from = if out_dt.is_float() { DType::F64 } else { DType::I64 };
+        Ok(PyTensor::new(cast(&r, from, out_dt)?, out_dt))
+    }
+    /// max(), max(dim, keepdim) → (values, indices), or max(other) → maximum.
+    #[pyo3(signature = (dim=None, keepdim=false))]
+    fn max(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>, keepdim: bool) -> PyResult<Py<PyAny>> {
+        self.extreme_api(py, dim, keepdim, true)
+    }
+    #[pyo3(signature = (dim=None, keepdim=false))]
+    fn min(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>, keepdim: bool) -> PyResult<Py<PyAny>> {
+        self.extreme_api(py, dim, keepdim, false)
+    }
+    #[pyo3(signature = (dim=None, keepdim=false))]
+    fn amax(&self, dim: Option<&Bound<'_, PyAny>>, keepdim: bool) -> PyResult<PyTensor> {
+        self.extreme(&reduce_dims(dim, self.rank())?, keepdim, true)
+    }
+    #[pyo3(signature = (dim=None, keepdim=false))]
+    fn amin(&self, dim: Option<&Bound<'_, PyAny>>, keepdim: bool) -> PyResult<PyTensor> {
+        self.extreme(&reduce_dims(dim, self.rank())?, keepdim, false)
+    }
+    #[pyo3(signature = (dim=None, keepdim=false))]
+    fn argmax(&self, dim: Option<i64>, keepdim: bool) -> PyResult<PyTensor> {
+        self.arg_api(dim, keepdim, true)
+    }
+    #[pyo3(signature = (dim=None, keepdim=false))]
+    fn argmin(&self, dim: Option<i64>, keepdim: bool) -> PyResult<PyTensor> {
+        self.arg_api(dim, keepdim, false)
+    }
+    #[pyo3(signature = (dim=None, unbiased=None, keepdim=false, *, correction=None))]
+    fn var(&self, dim: Option<&Bound<'_, PyAny>>, unbiased: Option<bool>, keepdim: bool, correction: Option<f64>) -> PyResult<PyTensor> {
+        let (dim, unbiased) = bool_as_unbiased(dim, unbiased);
+        self.var_impl(dim.as_ref(), correction.unwrap_or(if unbiased.unwrap_or(true) { 1.0 } else { 0.0 }), keepdim)
+    }
+    #[pyo3(signature = (dim=None, unbiased=None, keepdim=false, *, correction=None))]
+    fn std(&self, dim: Option<&Bound<'_, PyAny>>, unbiased: Option<bool>, keepdim: bool, correction: Option<f64>) -> PyResult<PyTensor> {
+        let v = self.var(dim, unbiased, keepdim, correction)?;
+        v.sqrt()
+    }
+    /// norm(p=2, dim=None, keepdim=False): p-norms incl. inf, -inf, 0 and 'fro'.
+    #[pyo3(signature = (p=None, dim=None, keepdim=false, dtype=None))]
+    fn norm(&self, p: Option<&Bound<'_, PyAny>>, dim: Option<&Bound<'_, PyAny>>, keepdim: bool, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
+        let dt = opt_dtype(dtype)?.unwrap_or(self.dtype);
+        if !dt.is_float() {
+            return Err(dtype_err(format!("linalg.vector_norm: Expected a floating point or complex tensor as input. Got {}", capital(self.dtype))));
+        }
+        let p: f64 = match p.filter(|p| !p.is_none()) {
+            None => 2.0,
+            Some(v) => match v.extract::<String>() {
+                Ok(s) if s == "fro" => 2.0,
+                Ok(s) => return Err(runtime_err(format!("norm: unsupported p '{s}'"))),
+                Err(_) => v.extract::<f64>()?,
+            },
+        };
+        let dims = reduce_dims(dim, self.rank())?;
+        let src = cast(&self.t, self.dtype, DType::F64)?;
+        let r = rows::<f64, f64, _>(&src, &dims, keepdim, move |r| {
+            if p == f64::INFINITY {
+                r.iter().fold(0.0, |a: f64, b| a.max(b.abs()))
+            } else if p == f64::NEG_INFINITY {
+                r.iter().fold(f64::INFINITY, |a: f64, b| a.min(b.abs()))
+            } else if p == 0.0 {
+                r.iter().filter(|x| **x != 0.0).count() as f64
+            } else if p == 2.0 {
+                r.iter().map(|x| x * x).sum::<f64>().sqrt()
+            } else if p == 1.0 {
+                r.iter().map(|x| x.abs()).sum()
+            } else {
+                r.iter().map(|x| x.abs().powf(p)).sum::<f64>().powf(1.0 / p)
+            }
+        })?;
+        Ok(PyTensor::new(r.to_dtype(dt.candle()).py()?, dt))
+    }
+    #[pyo3(signature = (dim, keepdim=false))]
+    fn logsumexp(&self, dim: &Bound<'_, PyAny>, keepdim: bool) -> PyResult<PyTensor> {
+        let dt = if self.dtype.is_float() { self.dtype } else { DType::F32 };
+        let dims = reduce_dims(Some(dim), self.rank())?;
+        let src = cast(&self.t, self.dtype, DType::F64)?;
+        let r = rows::<f64, f64, _>(&src, &dims, keepdim, |r| {
+            let m = r.iter().fold(f64::NEG_INFINITY, |a, &b| a.max(b));
+            if m.is_infinite() {
+                return m;
+            }
+            m + r.iter().map(|x| (x - m).exp()).sum::<f64>().ln()
+        })?;
+        Ok(PyTensor::new(r.to_dtype(dt.candle()).py()?, dt))
+    }
+    #[pyo3(signature = (dim=None, keepdim=false))]
+    fn all(&self, dim: Option<&Bound<'_, PyAny>>, keepdim: bool) -> PyResult<PyTensor> {
+        let b = cast(&self.t, self.dtype, DType::Bool)?;
+        let r = rows::<u8, u8, _>(&b, &reduce_dims(dim, self.rank())?, keepdim, |r| r.iter().all(|&x| x != 0) as u8)?;
+        Ok(PyTensor::boolean(r))
+    }
+    #[pyo3(signature = (dim=None, keepdim=false))]
+    fn any(&self, dim: Option<&Bound<'_, PyAny>>, keepdim: bool) -> PyResult<PyTensor> {
+        let b = cast(&self.t, self.dtype, DType::Bool)?;
+        let r = rows::<u8, u8, _>(&b, &reduce_dims(dim, self.rank())?, keepdim, |r| r.iter().any(|&x| x != 0) as u8)?;
+        Ok(PyTensor::boolean(r))
+    }
+    #[pyo3(signature = (dim, *, dtype=None))]
+    fn cumsum(&self, dim: i64, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
+        self.scan(dim, opt_dtype(dtype)?, false)
+    }
+    #[pyo3(signature = (dim, *, dtype=None))]
+    fn cumprod(&self, dim: i64, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
+        self.scan(dim, opt_dtype(dtype)?, true)
+    }
+    #[pyo3(signature = (dim, dtype=None))]
+    fn softmax(&self, dim: i64, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
+        self.softmax_impl(dim, opt_dtype(dtype)?, false)
+    }
+    #[pyo3(signature = (dim, dtype=None))]
+    fn log_softmax(&self, dim: i64, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
+        self.softmax_impl(dim, opt_dtype(dtype)?, true)
+    }
+    fn count_nonzero(&self) -> PyResult<PyTensor> {
+        let b = cast(&self.t, self.dtype, DType::Bool)?;
+        let r = rows::<u8, i64, _>(&b, &(0..self.rank()).collect::<Vec<_>>(), false, |r| r.iter().filter(|&&x| x != 0).count() as i64)?;
+        Ok(PyTensor::new(r, DType::I64))
+    }
+}
+
+impl PyTensor {
+    fn nan_to_num_zero(&self) -> PyResult<PyTensor> {
+        let zero = Tensor::zeros((), self.dtype.candle(), self.t.device()).py()?.broadcast_as(self.dims()).py()?;
+        let isnan = self.t.ne(&self.t).py()?;
+        Ok(self.same(isnan.where_cond(&zero, &self.t).py()?))
+    }
+
+    fn extreme_api(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>, keepdim: bool, max: bool) -> PyResult<Py<PyAny>> {
+        match dim.filter(|d| !d.is_none()) {
+            None => Ok(Py::new(py, self.extreme(&(0..self.rank()).collect::<Vec<_>>(), false, max)?)?.into_any()),
+            Some(d) if d.cast::<PyTensor>().is_ok() => {
+                let other = d.cast::<PyTensor>()?.borrow();
+                let op = if max { super::arith::BinOp::Maximum } else { super::arith::BinOp::Minimum };
+                Ok(Py::new(py, super::arith::binary(self, super::Operand::T(&other), op, false)?)?.into_any())
+            }
+            Some(d) => {
+                let dim = norm_dim(d.extract::<i64>()?, self.rank())?;
+                let dims: Vec<usize> = if self.rank() == 0 { vec![] } else { vec![dim] };
+                let values = self.extreme(&dims, keepdim, max)?;
+                let indices = self.arg_extreme(dim, keepdim, max)?;
+                values_indices(py, if max { "max" } else { "min" }, values, indices)
+            }
+        }
+    }
+
+    fn arg_api(&self, dim: Option<i64>, keepdim: bool, max: bool) -> PyResult<PyTensor> {
+        match dim {
+            Some(d) => self.arg_extreme(norm_dim(d, self.rank())?, keepdim, max),
+            None => {
+                let flat = self.same(self.t.flatten_all().py()?);
+                let r = flat.arg_extreme(0, false, max)?;
+                if keepdim {
+                    let ones = vec![1usize; self.rank()];
+                    return Ok(r.same(r.t.reshape(ones).py()?));
+                }
+                Ok(r)
+            }
+        }
+    }
+}
+
+/// torch accepts `x.var(True)` (unbiased as the first positional argument).
+fn bool_as_unbiased<'py>(dim: Option<&Bound<'py, PyAny>>, unbiased: Option<bool>) -> (Option<Bound<'py, PyAny>>, Option<bool>) {
+    match dim {
+        Some(d) if d.is_instance_of::<pyo3::types::PyBool>() => (None, Some(d.is_truthy().unwrap_or(true))),
+        Some(d) => (Some(d.clone()), unbiased),
+        None => (None, unbiased),
+    }
+}
+
+/// torch's capitalised scalar type names in messages ("Long", "Float").
+fn capital(d: DType) -> &'static str {
+    match d {
+        DType::Bool => "Bool",
+        DType::U8 => "Byte",
+        DType::I32 => "Int",
+        DType::I64 => "Long",
+        DType::F16 => "Half",
+        DType::BF16 => "BFloat16",
+        DType::F32 => "Float",
+        DType::F64 => "Double",
+    }
+}
