@@ -174,7 +174,7 @@ macro_rules! int_binop {
                     #[allow(unused_comparisons)]
                     match x { 1 => 1, _ if x == (0 as $T).wrapping_sub(1) => if y % 2 == 0 { 1 } else { x }, _ => 0 }
                 } else {
-                    x.wrapping_pow(y.min(u32::MAX as $T) as u32)
+                    x.wrapping_pow((y as i64).min(u32::MAX as i64) as u32)
                 }
             }),
             BinOp::Maximum => zip_cpu::<$T, $T, _>($a, $b, $dims, |x, y| x.max(y)),
@@ -276,6 +276,15 @@ fn compute_dtype(op: BinOp, promoted: DType) -> PyResult<DType> {
 
 /// `a <op> b` (or `b <op> a` when `reflected`), torch's promotion and broadcasting.
 pub fn binary(a: &PyTensor, b: Operand<'_>, op: BinOp, reflected: bool) -> PyResult<PyTensor> {
+    let b_bool = match b {
+        Operand::T(t) => t.dtype == DType::Bool,
+        Operand::S(s) => matches!(s, Scalar::Bool(_)),
+    };
+    if op == BinOp::Sub && (a.dtype == DType::Bool || b_bool) {
+        return Err(runtime_err(
+            "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.",
+        ));
+    }
     let ct = compute_dtype(op, Promotion::default().tensor(a).operand(&b).result())?;
     if let (BinOp::Pow, Operand::S(Scalar::Int(e)), false, false) = (op, b, reflected, ct.is_float()) {
         if e < 0 {
@@ -422,83 +431,83 @@ float_methods! {
 
 #[pymethods]
 impl PyTensor {
-    fn __add__(&self, other: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
-        Arg::extract(other).map(|o| binary(self, o.op(), BinOp::Add, false)).transpose()
+    fn __add__(&self, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        dunder(self, other, |o| binary(self, o, BinOp::Add, false))
     }
-    fn __radd__(&self, other: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
-        Arg::extract(other).map(|o| binary(self, o.op(), BinOp::Add, true)).transpose()
+    fn __radd__(&self, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        dunder(self, other, |o| binary(self, o, BinOp::Add, true))
     }
-    fn __sub__(&self, other: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
-        Arg::extract(other).map(|o| binary(self, o.op(), BinOp::Sub, false)).transpose()
+    fn __sub__(&self, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        dunder(self, other, |o| binary(self, o, BinOp::Sub, false))
     }
-    fn __rsub__(&self, other: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
-        Arg::extract(other).map(|o| binary(self, o.op(), BinOp::Sub, true)).transpose()
+    fn __rsub__(&self, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        dunder(self, other, |o| binary(self, o, BinOp::Sub, true))
     }
-    fn __mul__(&self, other: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
-        Arg::extract(other).map(|o| binary(self, o.op(), BinOp::Mul, false)).transpose()
+    fn __mul__(&self, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        dunder(self, other, |o| binary(self, o, BinOp::Mul, false))
     }
-    fn __rmul__(&self, other: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
-        Arg::extract(other).map(|o| binary(self, o.op(), BinOp::Mul, true)).transpose()
+    fn __rmul__(&self, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        dunder(self, other, |o| binary(self, o, BinOp::Mul, true))
     }
-    fn __truediv__(&self, other: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
-        Arg::extract(other).map(|o| binary(self, o.op(), BinOp::Div, false)).transpose()
+    fn __truediv__(&self, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        dunder(self, other, |o| binary(self, o, BinOp::Div, false))
     }
-    fn __rtruediv__(&self, other: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
-        Arg::extract(other).map(|o| binary(self, o.op(), BinOp::Div, true)).transpose()
+    fn __rtruediv__(&self, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        dunder(self, other, |o| binary(self, o, BinOp::Div, true))
     }
-    fn __floordiv__(&self, other: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
-        Arg::extract(other).map(|o| binary(self, o.op(), BinOp::FloorDiv, false)).transpose()
+    fn __floordiv__(&self, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        dunder(self, other, |o| binary(self, o, BinOp::FloorDiv, false))
     }
-    fn __rfloordiv__(&self, other: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
-        Arg::extract(other).map(|o| binary(self, o.op(), BinOp::FloorDiv, true)).transpose()
+    fn __rfloordiv__(&self, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        dunder(self, other, |o| binary(self, o, BinOp::FloorDiv, true))
     }
-    fn __mod__(&self, other: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
-        Arg::extract(other).map(|o| binary(self, o.op(), BinOp::Rem, false)).transpose()
+    fn __mod__(&self, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        dunder(self, other, |o| binary(self, o, BinOp::Rem, false))
     }
-    fn __rmod__(&self, other: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
-        Arg::extract(other).map(|o| binary(self, o.op(), BinOp::Rem, true)).transpose()
+    fn __rmod__(&self, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        dunder(self, other, |o| binary(self, o, BinOp::Rem, true))
     }
-    fn __pow__(&self, other: &Bound<'_, PyAny>, _modulo: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
-        Arg::extract(other).map(|o| pow_op(self, o.op(), false)).transpose()
+    fn __pow__(&self, other: &Bound<'_, PyAny>, _modulo: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        dunder(self, other, |o| pow_op(self, o, false))
     }
-    fn __rpow__(&self, other: &Bound<'_, PyAny>, _modulo: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
-        Arg::extract(other).map(|o| pow_op(self, o.op(), true)).transpose()
+    fn __rpow__(&self, other: &Bound<'_, PyAny>, _modulo: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        dunder(self, other, |o| pow_op(self, o, true))
     }
-    fn __and__(&self, other: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
-        Arg::extract(other).map(|o| binary(self, o.op(), BinOp::And, false)).transpose()
+    fn __and__(&self, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        dunder(self, other, |o| binary(self, o, BinOp::And, false))
     }
-    fn __rand__(&self, other: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
-        Arg::extract(other).map(|o| binary(self, o.op(), BinOp::And, true)).transpose()
+    fn __rand__(&self, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        dunder(self, other, |o| binary(self, o, BinOp::And, true))
     }
-    fn __or__(&self, other: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
-        Arg::extract(other).map(|o| binary(self, o.op(), BinOp::Or, false)).transpose()
+    fn __or__(&self, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        dunder(self, other, |o| binary(self, o, BinOp::Or, false))
     }
-    fn __ror__(&self, other: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
-        Arg::extract(other).map(|o| binary(self, o.op(), BinOp::Or, true)).transpose()
+    fn __ror__(&self, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        dunder(self, other, |o| binary(self, o, BinOp::Or, true))
     }
-    fn __xor__(&self, other: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
-        Arg::extract(other).map(|o| binary(self, o.op(), BinOp::Xor, false)).transpose()
+    fn __xor__(&self, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        dunder(self, other, |o| binary(self, o, BinOp::Xor, false))
     }
-    fn __rxor__(&self, other: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
-        Arg::extract(other).map(|o| binary(self, o.op(), BinOp::Xor, true)).transpose()
+    fn __rxor__(&self, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        dunder(self, other, |o| binary(self, o, BinOp::Xor, true))
     }
-    fn __eq__(&self, other: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
-        Arg::extract(other).map(|o| binary(self, o.op(), BinOp::Eq, false)).transpose()
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        dunder(self, other, |o| binary(self, o, BinOp::Eq, false))
     }
-    fn __ne__(&self, other: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
-        Arg::extract(other).map(|o| binary(self, o.op(), BinOp::Ne, false)).transpose()
+    fn __ne__(&self, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        dunder(self, other, |o| binary(self, o, BinOp::Ne, false))
     }
-    fn __lt__(&self, other: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
-        Arg::extract(other).map(|o| binary(self, o.op(), BinOp::Lt, false)).transpose()
+    fn __lt__(&self, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        dunder(self, other, |o| binary(self, o, BinOp::Lt, false))
     }
-    fn __le__(&self, other: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
-        Arg::extract(other).map(|o| binary(self, o.op(), BinOp::Le, false)).transpose()
+    fn __le__(&self, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        dunder(self, other, |o| binary(self, o, BinOp::Le, false))
     }
-    fn __gt__(&self, other: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
-        Arg::extract(other).map(|o| binary(self, o.op(), BinOp::Gt, false)).transpose()
+    fn __gt__(&self, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        dunder(self, other, |o| binary(self, o, BinOp::Gt, false))
     }
-    fn __ge__(&self, other: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
-        Arg::extract(other).map(|o| binary(self, o.op(), BinOp::Ge, false)).transpose()
+    fn __ge__(&self, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        dunder(self, other, |o| binary(self, o, BinOp::Ge, false))
     }
     fn __hash__(slf: &Bound<'_, Self>) -> isize {
         slf.as_ptr() as isize
@@ -840,6 +849,16 @@ impl PyTensor {
         let a = self.same(self.t.unsqueeze(1).py()?);
         let b = vec2.same(vec2.t.unsqueeze(0).py()?);
         binary(&a, Operand::T(&b), BinOp::Mul, false)
+    }
+}
+
+/// A binary dunder: NotImplemented for operands that are neither tensors nor numbers.
+fn dunder(x: &PyTensor, other: &Bound<'_, PyAny>, f: impl FnOnce(Operand<'_>) -> PyResult<PyTensor>) -> PyResult<Py<PyAny>> {
+    let py = other.py();
+    let _ = x;
+    match Arg::extract(other) {
+        Some(o) => Ok(Py::new(py, f(o.op())?)?.into_any()),
+        None => Ok(py.NotImplemented()),
     }
 }
 

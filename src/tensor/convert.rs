@@ -86,8 +86,8 @@ fn from_typed<T: numpy::Element + candle_core::WithDType>(ob: &Bound<'_, PyAny>,
     let shape: Vec<usize> = ro.shape().to_vec();
     // One memcpy for C-contiguous input; numpy makes the copy for any other layout.
     let v: Vec<T> = match ro.as_slice() {
-        Ok(s) => s.to_vec(),
-        Err(_) => ro.as_array().iter().copied().collect(),
+        Ok(s) if ro.is_c_contiguous() => s.to_vec(),
+        _ => ro.as_array().iter().copied().collect(),
     };
     Ok(PyTensor::new(Tensor::from_vec(v, shape, &candle_core::Device::Cpu).py()?, dtype))
 }

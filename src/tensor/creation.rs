@@ -74,6 +74,12 @@ fn walk(ob: &Bound<'_, PyAny>, depth: usize, shape: &mut Vec<usize>, out: &mut V
         out.push(s);
         return check_leaf(depth, shape);
     }
+    if depth > 64 || ob.is_instance_of::<pyo3::types::PyString>() || ob.is_instance_of::<pyo3::types::PyBytes>() {
+        return Err(type_err(format!(
+            "new(): invalid data type '{}'",
+            ob.get_type().name().map(|n| n.to_string()).unwrap_or_default()
+        )));
+    }
     let seq = ob.cast::<PySequence>().map_err(|_| {
         type_err(format!(
             "new(): invalid data type '{}'",

@@ -316,5 +316,6 @@ pub fn erf_f32(x: f32) -> f32 {
         * (0.254_829_6 + t * (-0.284_496_74 + t * (1.421_413_7 + t * (-1.453_152_1 + t * 1.061_405_4))));
     let big = 1.0 - poly * exp_f32(-x2);
     let r = if ax < 0.5 { small } else { big };
-    r.min(1.0).copysign(x)
+    let r = if r > 1.0 { 1.0 } else { r };
+    r.copysign(x)
 }

@@ -1,0 +1,87 @@
+"""Parity helpers: run the same call on torch and candle_bind and compare shape, dtype and values."""
+
+import numpy as np
+import pytest
+import torch
+
+import candle_bind as cb
+
+DTYPES = {
+    "float32": (torch.float32, cb.float32),
+    "float64": (torch.float64, cb.float64),
+    "float16": (torch.float16, cb.float16),
+    "bfloat16": (torch.bfloat16, cb.bfloat16),
+    "int64": (torch.int64, cb.int64),
+    "int32": (torch.int32, cb.int32),
+    "uint8": (torch.uint8, cb.uint8),
+    "bool": (torch.bool, cb.bool),
+}
+
+# (atol, rtol) per dtype for elementwise results; reductions and matmul pass looser ones.
+TOL = {
+    "float32": (1e-5, 1e-4),
+    "float64": (1e-10, 1e-9),
+    "float16": (2e-3, 2e-3),
+    "bfloat16": (2e-2, 2e-2),
+}
+
+
+def to_cb(t: torch.Tensor) -> cb.Tensor:
+    """The same values as a candle_bind tensor (through numpy; bf16 through float32)."""
+    if t.dtype == torch.bfloat16:
+        return cb.from_numpy(t.float().numpy()).to(cb.bfloat16)
+    return cb.from_numpy(t.contiguous().numpy())
+
+
+def to_np(x) -> np.ndarray:
+    if isinstance(x, torch.Tensor):
+        return (x.float() if x.dtype == torch.bfloat16 else x).numpy()
+    if x.dtype == cb.bfloat16:
+        return x.float().numpy()
+    return x.numpy()
+
+
+def dtype_name(d) -> str:
+    return repr(d).rsplit(".", 1)[-1]
+
+
+def assert_same(ours, ref, atol=None, rtol=None):
+    """Shape, dtype, then values (NaN positions must agree)."""
+    if isinstance(ref, (tuple, list)):
+        assert len(ours) == len(ref)
+        for o, r in zip(ours, ref):
+            assert_same(o, r, atol, rtol)
+        return
+    if not isinstance(ref, torch.Tensor):
+        assert ours == ref or (isinstance(ref, float) and np.isclose(ours, ref, atol=atol or 1e-6, rtol=rtol or 1e-5))
+        return
+    assert isinstance(ours, cb.Tensor), type(ours)
+    assert tuple(ours.shape) == tuple(ref.shape), (ours.shape, ref.shape)
+    name = dtype_name(ref.dtype)
+    assert dtype_name(ours.dtype) == name, (ours.dtype, ref.dtype)
+    a, b = to_np(ours), to_np(ref)
+    if name in TOL:
+        da, dr = TOL[name]
+        np.testing.assert_allclose(a, b, atol=atol if atol is not None else da, rtol=rtol if rtol is not None else dr,
+                                   equal_nan=True)
+    else:
+        np.testing.assert_array_equal(a, b)
+
+
+def make(shape, dtype="float32", low=-3.0, high=3.0, seed=0):
+    """A torch tensor of `dtype` with varied values (ints in a small range, bools random)."""
+    g = torch.Generator().manual_seed(seed)
+    tdt = DTYPES[dtype][0]
+    if dtype == "bool":
+        return torch.rand(shape, generator=g) > 0.5
+    if dtype == "uint8":
+        return torch.randint(0, 10, shape, generator=g, dtype=torch.uint8)
+    if tdt in (torch.int32, torch.int64):
+        return torch.randint(-5, 6, shape, generator=g, dtype=tdt)
+    return (torch.rand(shape, generator=g, dtype=torch.float64) * (high - low) + low).to(tdt)
+
+
+@pytest.fixture(autouse=True)
+def _seed():
+    torch.manual_seed(0)
+    cb.manual_seed(0)

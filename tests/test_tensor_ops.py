@@ -1,0 +1,274 @@
+import operator
+
+import numpy as np
+import pytest
+import torch
+
+import candle_bind as cb
+from conftest import assert_same, make, to_cb, DTYPES
+
+ARITH = [operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv, operator.mod]
+CMP = [operator.eq, operator.ne, operator.lt, operator.le, operator.gt, operator.ge]
+NUMERIC = ["float32", "float64", "float16", "bfloat16", "int64", "int32", "uint8"]
+
+
+def nonzero(t):
+    return torch.where(t == 0, torch.ones_like(t), t)
+
+
+@pytest.mark.parametrize("op", ARITH + CMP, ids=lambda o: o.__name__)
+@pytest.mark.parametrize("dtype", NUMERIC)
+def test_binary_same_dtype(op, dtype):
+    a, b = make((3, 4), dtype, seed=1), nonzero(make((3, 4), dtype, seed=2))
+    assert_same(op(to_cb(a), to_cb(b)), op(a, b))
+
+
+@pytest.mark.parametrize("op", ARITH + CMP, ids=lambda o: o.__name__)
+@pytest.mark.parametrize("shapes", [((2, 3, 4), (4,)), ((2, 1, 4), (3, 1)), ((1,), (5,)), ((), (2, 3)), ((4, 1), ())])
+def test_binary_broadcast(op, shapes):
+    a, b = make(shapes[0], seed=3), nonzero(make(shapes[1], seed=4))
+    assert_same(op(to_cb(a), to_cb(b)), op(a, b))
+
+
+@pytest.mark.parametrize("op", ARITH + CMP + [operator.pow], ids=lambda o: o.__name__)
+@pytest.mark.parametrize("dtype", ["float32", "int64", "int32", "uint8", "float16"])
+@pytest.mark.parametrize("scalar", [2, 2.5, -3, True])
+def test_binary_scalars_both_sides(op, dtype, scalar):
+    a = nonzero(make((2, 5), dtype, seed=5))
+    if op is operator.pow and dtype != "float32":
+        a = a.abs() if dtype != "uint8" else a
+    if op is operator.pow and isinstance(scalar, int) and scalar < 0 and not a.dtype.is_floating_point:
+        with pytest.raises(RuntimeError):
+            op(to_cb(a), scalar)
+        return
+    if op in (operator.floordiv, operator.mod, operator.truediv) and scalar is True:
+        pass
+    if op is operator.sub and scalar is True:
+        with pytest.raises(RuntimeError, match="bool"):
+            to_cb(a) - scalar
+        return
+    assert_same(op(to_cb(a), scalar), op(a, scalar), rtol=1e-3 if op is operator.pow else None)
+    if op is operator.pow:
+        return
+    assert_same(op(scalar, to_cb(a)), op(scalar, a))
+
+
+@pytest.mark.parametrize("pair", [("int64", "float32"), ("int32", "int64"), ("uint8", "int32"), ("float16", "bfloat16"),
+                                  ("float16", "float32"), ("bool", "int32"), ("bool", "float64"), ("uint8", "bool")])
+def test_promotion_tensor_tensor(pair):
+    a, b = make((3,), pair[0], seed=6), make((3,), pair[1], seed=7)
+    assert_same(to_cb(a) + to_cb(b), a + b)
+    assert_same(to_cb(a) * to_cb(b), a * b)
+    assert cb.result_type(to_cb(a), to_cb(b)) == getattr(cb, str(torch.result_type(a, b)).split(".")[1])
+
+
+def test_promotion_zero_dim_and_int_division():
+    a = torch.tensor([1, 2, 3])
+    assert_same(to_cb(a) / 2, a / 2)  # int / int -> float
+    assert_same(to_cb(a) + torch_like(torch.tensor(2.5, dtype=torch.float64)), a + torch.tensor(2.5, dtype=torch.float64))
+    f = torch.tensor([1.0, 2.0])
+    assert_same(to_cb(f) + torch_like(torch.tensor(2, dtype=torch.float64)), f + torch.tensor(2, dtype=torch.float64))
+    u = torch.tensor([250, 3], dtype=torch.uint8)
+    assert_same(to_cb(u) + 10, u + 10)  # wraps like torch
+    b = torch.tensor([True, False])
+    assert_same(to_cb(b) + to_cb(b), b + b)
+    assert_same(to_cb(b) * 3, b * 3)
+    assert_same(to_cb(b) + 1.5, b + 1.5)
+
+
+def torch_like(t):
+    return to_cb(t)
+
+
+def test_integer_division_by_zero_raises():
+    a = cb.tensor([1, 2])
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        a // cb.tensor([1, 0])
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        a % 0
+    assert_same(cb.tensor([1.0, -1.0, 0.0]) / 0, torch.tensor([1.0, -1.0, 0.0]) / 0)
+
+
+@pytest.mark.parametrize("op", [operator.and_, operator.or_, operator.xor], ids=lambda o: o.__name__)
+@pytest.mark.parametrize("dtype", ["bool", "int64", "int32", "uint8"])
+def test_bitwise(op, dtype):
+    a, b = make((4, 3), dtype, seed=8), make((4, 3), dtype, seed=9)
+    assert_same(op(to_cb(a), to_cb(b)), op(a, b))
+    assert_same(~to_cb(a), ~a)
+
+
+def test_bitwise_float_raises():
+    with pytest.raises((TypeError, RuntimeError)):
+        cb.tensor([1.0]) & cb.tensor([1.0])
+    with pytest.raises(TypeError):
+        ~cb.tensor([1.0])
+
+
+def test_unary_minus_and_abs():
+    for dtype in NUMERIC:
+        a = make((2, 3), dtype, seed=10)
+        if dtype != "uint8":
+            assert_same(-to_cb(a), -a)
+        assert_same(abs(to_cb(a)), abs(a))
+    with pytest.raises(RuntimeError, match="bool"):
+        -cb.tensor([True])
+
+
+FLOAT_FNS = ["exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tan", "tanh", "sigmoid", "erf",
+             "reciprocal", "log2", "log10", "asin", "acos", "atan", "sinh", "cosh"]
+
+
+@pytest.mark.parametrize("fn", FLOAT_FNS)
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16", "int64", "bool"])
+def test_unary_float_fns(fn, dtype):
+    if fn in ("asin", "acos"):
+        a = make((3, 7), dtype, low=-0.99, high=0.99, seed=11)
+    elif fn in ("log", "log1p", "sqrt", "rsqrt", "log2", "log10"):
+        a = make((3, 7), dtype, low=0.01, high=5.0, seed=11)
+        if dtype == "int64":
+            a = a.abs() + 1
+    else:
+        a = make((3, 7), dtype, seed=11)
+    assert_same(getattr(to_cb(a), fn)(), getattr(a, fn)())
+    assert_same(getattr(cb, fn)(to_cb(a)), getattr(torch, fn)(a))
+
+
+@pytest.mark.parametrize("fn", ["exp", "tanh", "sigmoid", "erf"])
+def test_vectorised_math_accuracy_large(fn):
+    a = torch.linspace(-20, 20, 100_003)
+    assert_same(getattr(to_cb(a), fn)(), getattr(a, fn)(), atol=2e-6, rtol=2e-6)
+    special = torch.tensor([float("nan"), float("inf"), -float("inf"), 0.0, -0.0, 88.0, 89.0, -100.0, -104.0])
+    assert_same(getattr(to_cb(special), fn)(), getattr(special, fn)(), atol=1e-6, rtol=1e-5)
+
+
+@pytest.mark.parametrize("fn", ["floor", "ceil", "round", "trunc", "sign", "abs", "relu", "square"])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64", "int32"])
+def test_keep_dtype_unary(fn, dtype):
+    a = make((4, 5), dtype, seed=12)
+    if dtype.startswith("float"):
+        a = torch.cat([a, torch.tensor([[0.5, 1.5, 2.5, -0.5, -2.5]], dtype=a.dtype)])
+    assert_same(getattr(to_cb(a), fn)(), getattr(a, fn)())
+
+
+def test_round_decimals():
+    a = make((10,), "float64", seed=13) * 100
+    assert_same(to_cb(a).round(decimals=2), a.round(decimals=2))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int64", "float16"])
+def test_clamp(dtype):
+    a = make((5, 4), dtype, seed=14)
+    ca = to_cb(a)
+    assert_same(ca.clamp(-1, 2), a.clamp(-1, 2))
+    assert_same(ca.clamp(min=0), a.clamp(min=0))
+    assert_same(ca.clamp(max=1), a.clamp(max=1))
+    assert_same(ca.clip(-1, 1), a.clip(-1, 1))
+    lo, hi = make((4,), dtype, seed=15), make((5, 1), dtype, seed=16) + 2
+    assert_same(ca.clamp(to_cb(lo), to_cb(hi)), a.clamp(lo, hi))
+    assert_same(cb.clamp(ca, min=-0.5), torch.clamp(a, min=-0.5))
+    with pytest.raises(RuntimeError, match="At least one"):
+        ca.clamp()
+
+
+def test_clamp_keeps_nan():
+    a = torch.tensor([float("nan"), 1.0, -5.0])
+    assert_same(to_cb(a).clamp(-1, 1), a.clamp(-1, 1))
+
+
+def test_maximum_minimum_where_lerp():
+    a, b = make((3, 4), seed=17), make((4,), seed=18)
+    a[0, 0] = float("nan")
+    assert_same(cb.maximum(to_cb(a), to_cb(b)), torch.maximum(a, b))
+    assert_same(cb.minimum(to_cb(a), to_cb(b)), torch.minimum(a, b))
+    cond = a > 0
+    assert_same(cb.where(to_cb(cond), to_cb(a), to_cb(b)), torch.where(cond, a, b))
+    assert_same(cb.where(to_cb(cond), to_cb(a), 0.0), torch.where(cond, a, 0.0))
+    assert_same(cb.where(to_cb(cond), 1, 0), torch.where(cond, 1, 0))
+    assert_same(to_cb(a).where(to_cb(cond), to_cb(b)), a.where(cond, b))
+    s, e = make((5,), seed=19), make((5,), seed=20)
+    assert_same(to_cb(s).lerp(to_cb(e), 0.3), s.lerp(e, 0.3))
+    w = torch.rand(5)
+    assert_same(cb.lerp(to_cb(s), to_cb(e), to_cb(w)), torch.lerp(s, e, w))
+
+
+def test_nan_to_num_and_tests():
+    a = torch.tensor([float("nan"), float("inf"), -float("inf"), 1.0])
+    ca = to_cb(a)
+    assert_same(ca.nan_to_num(), a.nan_to_num())
+    assert_same(ca.nan_to_num(nan=1.0, posinf=2.0, neginf=-2.0), a.nan_to_num(nan=1.0, posinf=2.0, neginf=-2.0))
+    for fn in ("isnan", "isinf", "isfinite", "isposinf", "isneginf"):
+        assert_same(getattr(ca, fn)(), getattr(a, fn)())
+    assert_same(cb.tensor([1, 2]).isnan(), torch.tensor([1, 2]).isnan())
+
+
+def test_named_arith_and_alpha():
+    a, b = make((3,), seed=21), make((3,), seed=22)
+    ca, cbb = to_cb(a), to_cb(b)
+    assert_same(ca.add(cbb, alpha=2), a.add(b, alpha=2))
+    assert_same(cb.sub(ca, cbb, alpha=0.5), torch.sub(a, b, alpha=0.5))
+    assert_same(ca.div(cbb, rounding_mode="floor"), a.div(b, rounding_mode="floor"))
+    assert_same(ca.div(cbb, rounding_mode="trunc"), a.div(b, rounding_mode="trunc"))
+    i = torch.tensor([7, -7])
+    assert_same(to_cb(i).div(2, rounding_mode="trunc"), i.div(2, rounding_mode="trunc"))
+    assert_same(to_cb(i).div(2, rounding_mode="floor"), i.div(2, rounding_mode="floor"))
+    assert_same(cb.pow(ca, 2), torch.pow(a, 2))
+    assert_same(ca ** cbb.abs(), a ** b.abs())
+    assert_same(2 ** ca, 2 ** a)
+
+
+def test_non_contiguous_inputs():
+    a = make((4, 6), seed=23)
+    ca = to_cb(a)
+    assert_same(ca.t() + 1, a.t() + 1)
+    assert_same(ca[:, 1:4] * ca[:, 2:5], a[:, 1:4] * a[:, 2:5])
+    assert_same(ca.t().exp(), a.t().exp())
+    assert_same(ca.t().sum(0), a.t().sum(0), atol=1e-5)
+    assert_same(ca.expand(3, 4, 6) + ca, a.expand(3, 4, 6) + a)
+
+
+def test_empty_tensors():
+    a = torch.zeros(0, 3)
+    ca = to_cb(a)
+    assert_same(ca + 1, a + 1)
+    assert_same(ca.exp(), a.exp())
+    assert_same(ca.sum(0), a.sum(0))
+    assert_same(ca.sum(), a.sum())
+    assert_same(ca.mean(1), a.mean(1))
+
+
+@pytest.mark.parametrize("shapes", [((3, 4), (4, 5)), ((4,), (4, 5)), ((3, 4), (4,)), ((4,), (4,)),
+                                    ((2, 3, 4), (4, 5)), ((2, 3, 4), (2, 4, 5)), ((1, 3, 4), (5, 4, 2)), ((5, 3, 4), (4,))])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64"])
+def test_matmul(shapes, dtype):
+    a, b = make(shapes[0], dtype, seed=24), make(shapes[1], dtype, seed=25)
+    assert_same(to_cb(a) @ to_cb(b), a @ b, atol=1e-4)
+    assert_same(cb.matmul(to_cb(a), to_cb(b)), torch.matmul(a, b), atol=1e-4)
+
+
+def test_matmul_family_and_errors():
+    a, b, v = make((3, 4), seed=26), make((4, 5), seed=27), make((4,), seed=28)
+    assert_same(cb.mm(to_cb(a), to_cb(b)), torch.mm(a, b), atol=1e-5)
+    assert_same(to_cb(a).mv(to_cb(v)), a.mv(v), atol=1e-5)
+    assert_same(cb.dot(to_cb(v), to_cb(v)), torch.dot(v, v), atol=1e-5)
+    assert_same(cb.outer(to_cb(v), to_cb(v)), torch.outer(v, v))
+    x, y = make((2, 3, 4), seed=29), make((2, 4, 5), seed=30)
+    assert_same(cb.bmm(to_cb(x), to_cb(y)), torch.bmm(x, y), atol=1e-5)
+    assert_same(to_cb(a).t() @ to_cb(a), a.t() @ a, atol=1e-5)
+    with pytest.raises(RuntimeError, match=r"\(3x4 and 5x4\)"):
+        to_cb(a) @ to_cb(b.t())
+    with pytest.raises(RuntimeError):
+        to_cb(a) @ cb.tensor([[1, 2]])
+
+
+def test_broadcast_error_names_both_sizes():
+    with pytest.raises(RuntimeError, match=r"size of tensor a \(3\) must match the size of tensor b \(4\)"):
+        cb.ones(3) + cb.ones(4)
+    with pytest.raises(cb.ShapeError):
+        cb.ones(2, 3) * cb.ones(3, 2)
+
+
+def test_operand_type_errors():
+    with pytest.raises(TypeError):
+        cb.ones(2) + "a"
+    with pytest.raises(TypeError):
+        cb.ones(2).mul(None)
