@@ -205,7 +205,7 @@ def _einsum_pair(aligned, letters, inputs, rhs, sizes):
     only_a = [c for c in letters if c in sa and c not in sb]
     only_b = [c for c in letters if c in sb and c not in sa]
     summed_alone = [c for c in only_a + only_b if c not in rhs]
-    if summed_alone or any(c not in sa and c not in sb for c in letters):
+    if summed_alone or _builtins.any(c not in sa and c not in sb for c in letters):
         out = a * b
         reduce = [i for i, c in enumerate(letters) if c not in rhs]
         if reduce:

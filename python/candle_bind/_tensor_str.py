@@ -38,8 +38,10 @@ class _Formatter:
             if v != math.ceil(v):
                 self.int_mode = False
                 break
+        lo = min(nonzero) if nonzero else 0.0
+        hi = max(nonzero) if nonzero else 0.0
         if self.int_mode:
-            if nonzero and max(nonzero) > 1e8:
+            if nonzero and (hi / lo > 1000.0 or hi > 1e8):
                 self.sci_mode = True
                 for v in finite:
                     self.max_width = max(self.max_width, len(f"{v:.{PRECISION}e}"))
@@ -47,8 +49,6 @@ class _Formatter:
                 for v in finite:
                     self.max_width = max(self.max_width, len(f"{v:.0f}."))
         else:
-            lo = min(nonzero) if nonzero else 0.0
-            hi = max(nonzero) if nonzero else 0.0
             if nonzero and (hi / lo > 1000.0 or hi > 1e8 or lo < 1e-4):
                 self.sci_mode = True
                 for v in finite:
@@ -106,7 +106,7 @@ def _fmt(data, depth: int, fmt: _Formatter, indent: int) -> str:
     if not isinstance(data, list):
         return fmt.format(data)
     if depth == 1:
-        items = ["..." if d is Ellipsis else fmt.format(d) for d in data]
+        items = [" ..." if d is Ellipsis else fmt.format(d) for d in data]
         per_line = max(1, (LINEWIDTH - indent) // (fmt.width() + 2))
         lines = [", ".join(items[i : i + per_line]) for i in range(0, len(items), per_line)]
         return "[" + (",\n" + " " * (indent + 1)).join(lines) + "]"
