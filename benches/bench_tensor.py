@@ -1,0 +1,81 @@
+"""Tensor ops: torch vs candle_bind in one run, as time ratios (candle_bind / torch; < 1 is faster).
+
+    python benches/bench_tensor.py [--threads N]
+"""
+
+import argparse
+import subprocess
+import sys
+import timeit
+
+import numpy as np
+
+p = argparse.ArgumentParser()
+p.add_argument("--threads", type=int, default=None)
+args = p.parse_args()
+
+import torch  # noqa: E402
+
+import candle_bind as cb  # noqa: E402
+
+if args.threads:
+    torch.set_num_threads(args.threads)
+    cb.set_num_threads(args.threads)
+
+
+def best(fn, number):
+    fn()
+    return min(timeit.repeat(fn, number=number, repeat=5)) / number
+
+
+def row(name, t_fn, c_fn, number):
+    t, c = best(t_fn, number), best(c_fn, number)
+    print(f"{name:<38} {t * 1e6:>11.2f} {c * 1e6:>11.2f} {c / t:>7.2f}")
+
+
+print(f"threads: torch {torch.get_num_threads()}, candle_bind {cb.get_num_threads()}")
+print(f"{'op':<38} {'torch µs':>11} {'cb µs':>11} {'ratio':>7}")
+
+a16, b16 = torch.rand(16), torch.rand(16)
+ca16, cb16 = cb.from_numpy(a16.numpy()), cb.from_numpy(b16.numpy())
+row("a + b (16 elements)", lambda: a16 + b16, lambda: ca16 + cb16, 20000)
+row(".shape", lambda: a16.shape, lambda: ca16.shape, 50000)
+m4 = torch.rand(4, 4)
+cm4 = cb.from_numpy(m4.numpy())
+row("matmul 4x4", lambda: m4 @ m4, lambda: cm4 @ cm4, 20000)
+
+x, w = torch.rand(512, 768), torch.rand(768, 3072)
+cx, cw = cb.from_numpy(x.numpy()), cb.from_numpy(w.numpy())
+row("matmul 512x768x3072 f32", lambda: x @ w, lambda: cx @ cw, 5)
+
+s = torch.randn(48, 128, 128)
+cs = cb.from_numpy(s.numpy())
+row("softmax(-1) (48,128,128)", lambda: s.softmax(-1), lambda: cs.softmax(-1), 20)
+
+g = torch.randn(4, 128, 1536)
+cg = cb.from_numpy(g.numpy())
+row("tanh (4,128,1536)", lambda: g.tanh(), lambda: cg.tanh(), 20)
+row("exp (4,128,1536)", lambda: g.exp(), lambda: cg.exp(), 20)
+row("erf (4,128,1536)", lambda: g.erf(), lambda: cg.erf(), 20)
+row("x * sigmoid(x) (4,128,1536)", lambda: g * g.sigmoid(), lambda: cg * cg.sigmoid(), 20)
+bias = torch.randn(1536)
+cbias = cb.from_numpy(bias.numpy())
+row("x + bias (4,128,1536)+(1536,)", lambda: g + bias, lambda: cg + cbias, 20)
+row("x.sum(-1) (4,128,1536)", lambda: g.sum(-1), lambda: cg.sum(-1), 20)
+
+e = torch.rand(256, 1024)
+ce = cb.from_numpy(e.numpy())
+row("numpy export (256,1024) f32", lambda: e.numpy(), lambda: ce.numpy(), 20000)
+n = e.numpy()
+row("numpy import (256,1024) f32", lambda: torch.from_numpy(n).clone(), lambda: cb.from_numpy(n), 2000)
+
+imp = "import time; t=time.perf_counter(); import {m}; print(time.perf_counter()-t)"
+
+
+def import_time(m):
+    return min(float(subprocess.run([sys.executable, "-c", imp.format(m=m)], capture_output=True, text=True).stdout)
+               for _ in range(3))
+
+
+ti, ci = import_time("torch"), import_time("candle_bind")
+print(f"{'import':<38} {ti * 1e6:>11.0f} {ci * 1e6:>11.0f} {ci / ti:>7.2f}")

@@ -1,0 +1,40 @@
+"""The hand-kept stubs name everything the native module exports (and nothing it lacks)."""
+
+import ast
+import inspect
+from pathlib import Path
+
+import candle_bind
+import candle_bind._C as C
+
+STUB = Path(candle_bind.__file__).with_name("_C.pyi")
+
+
+def _stub_names():
+    tree = ast.parse(STUB.read_text())
+    top, members = set(), {}
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef):
+            top.add(node.name)
+            members[node.name] = {n.name if isinstance(n, ast.FunctionDef) else n.target.id
+                                  for n in node.body if isinstance(n, (ast.FunctionDef, ast.AnnAssign))}
+        elif isinstance(node, ast.FunctionDef):
+            top.add(node.name)
+        elif isinstance(node, ast.AnnAssign):
+            top.add(node.target.id)
+    return top, members
+
+
+def test_module_names_match():
+    top, _ = _stub_names()
+    runtime = {n for n in dir(C) if not n.startswith("_") or n == "__version__"}
+    runtime -= {"StorageOwner"}
+    assert runtime - top == set(), "missing from _C.pyi"
+    assert top - runtime == set(), "in _C.pyi but not in _C"
+
+
+def test_tensor_methods_match():
+    _, members = _stub_names()
+    runtime = {n for n in vars(C.Tensor) if not n.startswith("__")}
+    assert runtime - members["Tensor"] == set(), "Tensor methods missing from _C.pyi"
+    assert {n for n in members["Tensor"] if not n.startswith("__")} - runtime == set()
