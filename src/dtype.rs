@@ -133,13 +133,9 @@ pub struct PyDType(pub DType);
 static SINGLETONS: PyOnceLock<Vec<Py<PyDType>>> = PyOnceLock::new();
 
 impl PyDType {
-    pub fn object(py: Python<'_>, d: DType) -> Py<PyDType> {
-        let all = SINGLETONS.get_or_init(py, || {
-            ALL.iter()
-                .map(|d| Py::new(py, PyDType(*d)).expect("allocating a dtype object"))
-                .collect()
-        });
-        all[d as usize].clone_ref(py)
+    pub fn object(py: Python<'_>, d: DType) -> PyResult<Py<PyDType>> {
+        let all = SINGLETONS.get_or_try_init(py, || ALL.iter().map(|d| Py::new(py, PyDType(*d))).collect::<PyResult<Vec<_>>>())?;
+        Ok(all[d as usize].clone_ref(py))
     }
 }
 

@@ -65,7 +65,7 @@ mod candle_bind_c {
     fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
         let py = m.py();
         for d in crate::dtype::ALL {
-            m.add(d.name(), crate::dtype::PyDType::object(py, d))?;
+            m.add(d.name(), crate::dtype::PyDType::object(py, d)?)?;
         }
         m.add("__version__", env!("CARGO_PKG_VERSION"))?;
         m.add("cuda_compiled", cfg!(feature = "cuda"))?;

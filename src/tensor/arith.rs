@@ -1042,12 +1042,12 @@ pub fn result_type(tensor: &Bound<'_, PyAny>, other: &Bound<'_, PyAny>) -> PyRes
     let a = operand(tensor, "result_type")?;
     let b = operand(other, "result_type")?;
     let d = Promotion::default().operand(&a.op()).operand(&b.op()).result();
-    Ok(crate::dtype::PyDType::object(tensor.py(), d))
+    crate::dtype::PyDType::object(tensor.py(), d)
 }
 
 #[pyfunction]
 pub fn promote_types(type1: &Bound<'_, PyAny>, type2: &Bound<'_, PyAny>) -> PyResult<Py<crate::dtype::PyDType>> {
     let d = DType::promote(crate::dtype::extract_dtype(type1)?, crate::dtype::extract_dtype(type2)?);
-    Ok(crate::dtype::PyDType::object(type1.py(), d))
+    crate::dtype::PyDType::object(type1.py(), d)
 }
 

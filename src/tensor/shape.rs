@@ -158,7 +158,7 @@ impl PyTensor {
         self.t.elem_count()
     }
     #[getter]
-    fn dtype(&self, py: Python<'_>) -> Py<PyDType> {
+    fn dtype(&self, py: Python<'_>) -> PyResult<Py<PyDType>> {
         PyDType::object(py, self.dtype)
     }
     #[pyo3(signature = (dim=None))]
