@@ -3,17 +3,18 @@
 mod device;
 mod dtype;
 mod error;
+mod pool;
 mod tensor;
 
 use pyo3::prelude::*;
 
 #[pyfunction]
 fn get_num_threads() -> usize {
-    rayon::current_num_threads()
+    pool::threads()
 }
 
-/// Sets the intra-op thread count for this process: Candle's rayon pool (built once, on first use)
-/// and its quantized-matmul pool read these variables.
+/// Sets the intra-op thread count: our kernels' pool, Candle's matmul split and its quantized-matmul
+/// pool (Candle reads these variables).
 #[pyfunction]
 fn set_num_threads(n: usize) -> PyResult<()> {
     if n == 0 {
@@ -24,13 +25,10 @@ fn set_num_threads(n: usize) -> PyResult<()> {
         std::env::set_var("RAYON_NUM_THREADS", n.to_string());
         std::env::set_var("CANDLE_NUM_THREADS", n.to_string());
     }
-    if rayon::ThreadPoolBuilder::new().num_threads(n).build_global().is_err() && rayon::current_num_threads() != n {
-        return Err(error::runtime_err(format!(
-            "the thread pool is already running with {} threads; set_num_threads({n}) must come before the first op \
-             (or set RAYON_NUM_THREADS)",
-            rayon::current_num_threads()
-        )));
-    }
+    pool::set_threads(n);
+    // Candle's rayon pool can be sized only before its first use; later calls still reach Candle's
+    // matmul (it reads RAYON_NUM_THREADS per call) and all of our own kernels.
+    let _ = rayon::ThreadPoolBuilder::new().num_threads(n).build_global();
     Ok(())
 }
 

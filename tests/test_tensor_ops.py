@@ -272,3 +272,25 @@ def test_operand_type_errors():
         cb.ones(2) + "a"
     with pytest.raises(TypeError):
         cb.ones(2).mul(None)
+
+
+@pytest.mark.parametrize("m,k,n", [(1, 768, 300), (3, 128, 70), (2, 0, 3), (0, 4, 5), (64, 64, 64), (17, 300, 520),
+                                   (70, 512, 600), (5, 1, 7)])
+@pytest.mark.parametrize("layout", ["plain", "w_t", "a_t", "batched_bcast"])
+def test_matmul_paths(m, k, n, layout):
+    """Every route of the CPU matmul: dot products for few rows against Wᵀ, split gemm, threaded gemm."""
+    a, w = make((m, k), seed=31), make((n, k), seed=32)
+    if layout == "plain":
+        x, y = a, w.t().contiguous()
+    elif layout == "w_t":
+        x, y = a, w.t()
+    elif layout == "a_t":
+        x, y = a.t().contiguous().t(), w.t()
+    else:
+        x, y = a.expand(3, m, k), w.t()
+    cx = to_cb(x) if layout != "a_t" else to_cb(a.t()).t()
+    cy = to_cb(w).t() if layout != "plain" else to_cb(y)
+    if layout == "batched_bcast":
+        cx = to_cb(a).expand(3, m, k)
+    assert_same(cx @ cy, x @ y, atol=1e-3, rtol=1e-4)
+    assert_same(cx.double() @ cy.double(), x.double() @ y.double(), atol=1e-9)

@@ -1012,10 +1012,12 @@ pub fn matmul(a: &PyTensor, b: &PyTensor) -> PyResult<PyTensor> {
         sb.extend_from_slice(&tb.dims()[tb.rank() - 2..]);
         let ta = ta.broadcast_as(sa).py()?;
         let tb = tb.broadcast_as(sb).py()?;
-        let r = match ta.matmul(&tb) {
+        let r = if let Some(r) = super::linalg::fast_matmul(&ta, &tb, &batch) {
+            r?
+        } else { match ta.matmul(&tb) {
             Ok(r) => r,
             Err(_) => ta.contiguous().py()?.matmul(&tb.contiguous().py()?).py()?,
-        };
+        } };
         if float { Ok(r) } else { r.to_dtype(a.dtype.candle()).py() }
     };
     let big = da.iter().product::<usize>() * db[db.len() - 1] >= 4096;

@@ -3,7 +3,6 @@
 //! and compiled again for AVX2+FMA / AVX-512 so math written as plain Rust vectorises.
 
 use candle_core::Layout;
-use rayon::prelude::*;
 
 /// Below this many elements an op runs on the calling thread (torch splits at about the same size).
 pub const PAR_THRESHOLD: usize = 32 * 1024;
@@ -108,6 +107,7 @@ macro_rules! multiversion {
         }
     };
 }
+pub(crate) use multiversion;
 
 multiversion! {
     /// Fills `out` (flat positions `start..start+out.len()`) with `f(a)`.
@@ -207,14 +207,26 @@ multiversion! {
     }
 }
 
+/// A vector of `n` elements for a kernel to fill. Skipping the zeroing saves a pass over memory that
+/// costs as much as a whole elementwise op.
+pub fn uninit_vec<T: Copy>(n: usize) -> Vec<T> {
+    let mut v = Vec::with_capacity(n);
+    // SAFETY: `T: Copy` has no drop glue, and every caller writes all `n` elements before reading any.
+    unsafe { v.set_len(n) };
+    v
+}
+
 fn run<U: Send, G>(numel: usize, init: U, g: G) -> Vec<U>
 where
     U: Copy + Sync,
     G: Fn(usize, &mut [U]) + Sync,
 {
-    let mut out = vec![init; numel];
-    if numel >= PAR_THRESHOLD && rayon::current_num_threads() > 1 {
-        out.par_chunks_mut(CHUNK).enumerate().for_each(|(i, chunk)| g(i * CHUNK, chunk));
+    let _ = init;
+    let mut out = uninit_vec::<U>(numel);
+    let threads = crate::pool::threads();
+    if numel >= PAR_THRESHOLD && threads > 1 {
+        let chunk = numel.div_ceil(4 * threads).clamp(4096, CHUNK).next_multiple_of(64);
+        crate::pool::chunks_mut(&mut out, chunk, |i, c| g(i * chunk, c));
     } else if numel > 0 {
         g(0, &mut out);
     }
@@ -270,15 +282,19 @@ where
 #[inline(always)]
 pub fn exp_f32(x: f32) -> f32 {
     let x = x.clamp(-104.0, 89.0);
-    let n = (x * std::f32::consts::LOG2_E).round();
+    let n = (x * std::f32::consts::LOG2_E).round_ties_even();
     let r = x - n * 0.693_145_75 - n * 1.428_606_8e-6;
     let p = 1.0
         + r * (1.0
             + r * (0.5
                 + r * (0.166_666_67 + r * (0.041_666_668 + r * (0.008_333_334 + r * (0.001_388_889 + r * 0.000_198_412_7))))));
     // 2^n split in two steps so n down to -150 stays representable (subnormal results).
-    let n = n as i32;
-    let h = n / 2;
+    // NaN goes to 0 here (the polynomial already carries it); the cast then needs no saturation
+    // checks, which keeps the loop vectorised.
+    let n = if n.is_nan() { 0.0 } else { n };
+    // SAFETY: n is finite and within [-151, 129] after the clamp above.
+    let n: i32 = unsafe { n.to_int_unchecked() };
+    let h = n >> 1;
     let s1 = f32::from_bits(((h + 127) as u32) << 23);
     let s2 = f32::from_bits(((n - h + 127) as u32) << 23);
     p * s1 * s2

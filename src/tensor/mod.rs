@@ -6,6 +6,7 @@ pub mod convert;
 pub mod creation;
 pub mod index;
 pub mod kernels;
+pub mod linalg;
 pub mod reduce;
 pub mod shape;
 

@@ -63,7 +63,10 @@ where
         if row == 0 {
             out.iter_mut().for_each(|o| *o = f(&[]));
         } else if n_out * row >= super::kernels::PAR_THRESHOLD && n_out > 1 {
-            out.par_iter_mut().zip(data.par_chunks(row)).for_each(|(o, r)| *o = f(r));
+            let per = n_out.div_ceil(4 * crate::pool::threads()).max(1);
+            crate::pool::chunks_mut(out, per, |i, o| {
+                o.iter_mut().zip(data[i * per * row..].chunks(row)).for_each(|(o, r)| *o = f(r))
+            });
         } else {
             out.iter_mut().zip(data.chunks(row)).for_each(|(o, r)| *o = f(r));
         }
@@ -253,16 +256,19 @@ fn softmax_rows(t: &Tensor, log: bool) -> PyResult<Tensor> {
     let out = match t.dtype() {
         candle_core::DType::F32 => {
             let src = &cpu.as_slice::<f32>().py()?[o..o + t.elem_count()];
-            let mut dst = vec![0f32; src.len()];
+            let mut dst = super::kernels::uninit_vec::<f32>(src.len());
             if n > 0 {
-                let rows = src.par_chunks(n).zip(dst.par_chunks_mut(n));
-                rows.with_min_len(64.max(4096 / n.max(1))).for_each(|(s, d)| softmax_row_f32(s, d, log));
+                let per = (src.len() / n).div_ceil(4 * crate::pool::threads()).max(1);
+                crate::pool::chunks_mut(&mut dst, per * n, |i, d| {
+                    let s = &src[i * per * n..];
+                    d.chunks_mut(n).zip(s.chunks(n)).for_each(|(d, s)| softmax_row_f32(s, d, log))
+                });
             }
             Tensor::from_vec(dst, t.dims(), &Device::Cpu)
         }
         _ => {
             let src = &cpu.as_slice::<f64>().py()?[o..o + t.elem_count()];
-            let mut dst = vec![0f64; src.len()];
+            let mut dst = super::kernels::uninit_vec::<f64>(src.len());
             if n > 0 {
                 src.par_chunks(n).zip(dst.par_chunks_mut(n)).for_each(|(s, d)| {
                     let m = s.iter().fold(f64::NEG_INFINITY, |a, &b| if b > a || b.is_nan() { b } else { a });
@@ -287,49 +293,44 @@ fn softmax_rows(t: &Tensor, log: bool) -> PyResult<Tensor> {
     out.py()
 }
 
-fn softmax_row_f32(s: &[f32], d: &mut [f32], log: bool) {
-    let m = s.iter().fold(f32::NEG_INFINITY, |a, &b| if b > a || b.is_nan() { b } else { a });
-    // A row of -inf stays NaN as in torch; an all -inf max must not turn finite rows into NaN.
-    let m = if m == f32::NEG_INFINITY { 0.0 } else { m };
-    exp_shift(s, d, m);
-    let sum = d.iter().map(|&x| x as f64).sum::<f64>() as f32;
-    if log {
-        let ls = sum.ln();
-        s.iter().zip(d.iter_mut()).for_each(|(x, y)| *y = x - m - ls);
-    } else {
-        let inv = 1.0 / sum;
-        d.iter_mut().for_each(|y| *y *= inv);
-    }
-}
-
-/// d = exp(s - m), in a loop LLVM vectorises (compiled again for AVX2/AVX-512 when present).
-fn exp_shift(s: &[f32], d: &mut [f32], m: f32) {
-    #[inline(always)]
-    fn body(s: &[f32], d: &mut [f32], m: f32) {
-        for (x, y) in s.iter().zip(d.iter_mut()) {
-            *y = exp_f32(*x - m);
-        }
-    }
-    #[cfg(target_arch = "x86_64")]
+super::kernels::multiversion! {
+    /// One softmax row: max, exp and sum in 16 independent lanes so LLVM vectorises all three.
+    fn softmax_row_f32<>(s: &[f32], d: &mut [f32], log: bool) where []
     {
-        #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma")]
-        unsafe fn v512(s: &[f32], d: &mut [f32], m: f32) {
-            body(s, d, m)
+        const L: usize = 16;
+        let (cs, rest) = (s.chunks_exact(L), s.len() / L * L);
+        let mut lanes = [f32::NEG_INFINITY; L];
+        for c in cs {
+            for l in 0..L {
+                lanes[l] = if c[l] > lanes[l] { c[l] } else { lanes[l] };
+            }
         }
-        #[target_feature(enable = "avx2,fma")]
-        unsafe fn v256(s: &[f32], d: &mut [f32], m: f32) {
-            body(s, d, m)
+        // NaNs are skipped here and reach every output through the sum, as in torch.
+        let m = s[rest..].iter().chain(&lanes).fold(f32::NEG_INFINITY, |a, &b| if b > a { b } else { a });
+        // A row of -inf stays NaN as in torch; an all -inf max must not turn finite rows into NaN.
+        let m = if m == f32::NEG_INFINITY { 0.0 } else { m };
+        let mut acc = [0f32; L];
+        for (c, o) in s.chunks_exact(L).zip(d.chunks_exact_mut(L)) {
+            for l in 0..L {
+                let e = exp_f32(c[l] - m);
+                o[l] = e;
+                acc[l] += e;
+            }
         }
-        if std::is_x86_feature_detected!("avx512f") && std::is_x86_feature_detected!("avx512bw") {
-            // SAFETY: the CPU supports the enabled features.
-            return unsafe { v512(s, d, m) };
+        let mut sum = 0f32;
+        for (x, o) in s[rest..].iter().zip(d[rest..].iter_mut()) {
+            *o = exp_f32(x - m);
+            sum += *o;
         }
-        if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
-            // SAFETY: as above.
-            return unsafe { v256(s, d, m) };
+        let sum = sum + acc.iter().sum::<f32>();
+        if log {
+            let shift = m + sum.ln();
+            s.iter().zip(d.iter_mut()).for_each(|(x, y)| *y = x - shift);
+        } else {
+            let inv = 1.0 / sum;
+            d.iter_mut().for_each(|y| *y *= inv);
         }
     }
-    body(s, d, m)
 }
 
 #[pymethods]

@@ -1,0 +1,166 @@
+//! Our intra-op thread pool for the elementwise, reduction and small-matmul kernels.
+//!
+//! Rayon parks idle workers, and waking them costs ~10 µs here: more than a 100k-element op takes.
+//! Like OpenMP (what torch uses), these workers spin for a while after a job before they sleep, and the
+//! calling thread takes its share of the tasks, so a parallel op costs well under a microsecond more
+//! than a serial one. Candle's own ops keep using its rayon pool.
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+/// How long an idle worker spins before it sleeps.
+const SPIN: Duration = Duration::from_micros(300);
+
+/// One parallel loop: tasks `0..n` of `f`, claimed one at a time.
+struct Job {
+    // Points at the caller's closure, which outlives the job: the caller returns only once every
+    // task is done, and a task can be claimed only while some task is not done.
+    f: *const (dyn Fn(usize) + Sync),
+    n: usize,
+    next: AtomicUsize,
+    done: AtomicUsize,
+}
+// SAFETY: `f` is `Sync` and is only called while the caller waits (see above).
+unsafe impl Send for Job {}
+unsafe impl Sync for Job {}
+
+impl Job {
+    /// Runs tasks until none are left to claim.
+    fn work(&self) {
+        loop {
+            let i = self.next.fetch_add(1, Ordering::Relaxed);
+            if i >= self.n {
+                return;
+            }
+            // SAFETY: task `i` is claimed and not done, so the caller is still waiting and `f` lives.
+            let f = unsafe { &*self.f };
+            // A panicking task must not take the worker down; kernels do not panic, this is a guard.
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(i)));
+            self.done.fetch_add(1, Ordering::Release);
+        }
+    }
+}
+
+struct Pool {
+    epoch: AtomicU64,
+    job: Mutex<Option<Arc<Job>>>,
+    wake: Condvar,
+    /// Serialises callers: a loop started inside a task, or from a second Python thread, runs serially.
+    busy: Mutex<()>,
+    workers: AtomicUsize,
+}
+
+static POOL: OnceLock<Pool> = OnceLock::new();
+static THREADS: AtomicUsize = AtomicUsize::new(0);
+
+/// Threads used by our kernels (the caller included).
+pub fn threads() -> usize {
+    match THREADS.load(Ordering::Relaxed) {
+        0 => rayon::current_num_threads().max(1),
+        n => n,
+    }
+}
+
+pub fn set_threads(n: usize) {
+    THREADS.store(n.max(1), Ordering::Relaxed);
+}
+
+fn pool() -> &'static Pool {
+    POOL.get_or_init(|| Pool {
+        epoch: AtomicU64::new(0),
+        job: Mutex::new(None),
+        wake: Condvar::new(),
+        busy: Mutex::new(()),
+        workers: AtomicUsize::new(0),
+    })
+}
+
+fn worker(id: usize) {
+    let p = pool();
+    let mut seen = p.epoch.load(Ordering::Acquire);
+    loop {
+        // Spin for new work (only workers that the current thread count uses), then sleep.
+        let start = Instant::now();
+        let mut spins = 0u32;
+        while p.epoch.load(Ordering::Acquire) == seen && id + 1 < threads() {
+            std::hint::spin_loop();
+            spins += 1;
+            if spins % 1024 == 0 {
+                if start.elapsed() > SPIN {
+                    break;
+                }
+                std::thread::yield_now();
+            }
+        }
+        let job = {
+            let mut guard = p.job.lock().unwrap_or_else(|e| e.into_inner());
+            while p.epoch.load(Ordering::Acquire) == seen {
+                guard = p.wake.wait(guard).unwrap_or_else(|e| e.into_inner());
+            }
+            seen = p.epoch.load(Ordering::Acquire);
+            guard.clone()
+        };
+        if let Some(job) = job {
+            job.work();
+        }
+    }
+}
+
+/// Runs `f(0..n)` over the pool's threads and the caller; returns when all are done.
+pub fn for_each(n: usize, f: &(dyn Fn(usize) + Sync)) {
+    let t = threads();
+    if n <= 1 || t <= 1 {
+        return (0..n).for_each(f);
+    }
+    let p = pool();
+    let Ok(_busy) = p.busy.try_lock() else {
+        return (0..n).for_each(f);
+    };
+    while p.workers.load(Ordering::Relaxed) < t - 1 {
+        let id = p.workers.fetch_add(1, Ordering::Relaxed);
+        if std::thread::Builder::new().name(format!("candle-bind-{id}")).spawn(move || worker(id)).is_err() {
+            p.workers.fetch_sub(1, Ordering::Relaxed);
+            return (0..n).for_each(f);
+        }
+    }
+    // SAFETY (lifetime erasure): the job is finished before this function returns, see `Job::f`.
+    let f: *const (dyn Fn(usize) + Sync + '_) = f;
+    let f: *const (dyn Fn(usize) + Sync + 'static) = unsafe { std::mem::transmute(f) };
+    let job = Arc::new(Job { f, n, next: AtomicUsize::new(0), done: AtomicUsize::new(0) });
+    {
+        let mut guard = p.job.lock().unwrap_or_else(|e| e.into_inner());
+        *guard = Some(job.clone());
+        p.epoch.fetch_add(1, Ordering::Release);
+    }
+    p.wake.notify_all();
+    job.work();
+    while job.done.load(Ordering::Acquire) < n {
+        std::hint::spin_loop();
+    }
+    *p.job.lock().unwrap_or_else(|e| e.into_inner()) = None;
+}
+
+/// Splits `out` into chunks of `chunk` elements and runs `f(chunk_index, chunk)` over the pool.
+pub fn chunks_mut<T: Send>(out: &mut [T], chunk: usize, f: impl Fn(usize, &mut [T]) + Sync) {
+    let chunk = chunk.max(1);
+    let len = out.len();
+    let ptr = SendPtr(out.as_mut_ptr());
+    for_each(len.div_ceil(chunk), &|i| {
+        let start = i * chunk;
+        let end = (start + chunk).min(len);
+        // SAFETY: chunks are disjoint sub-slices of `out`, which the caller borrows mutably throughout.
+        let c = unsafe { std::slice::from_raw_parts_mut(ptr.get().add(start), end - start) };
+        f(i, c)
+    });
+}
+
+struct SendPtr<T>(*mut T);
+impl<T> SendPtr<T> {
+    fn get(&self) -> *mut T {
+        self.0
+    }
+}
+// SAFETY: used only to hand disjoint sub-slices to the pool's threads.
+unsafe impl<T> Send for SendPtr<T> {}
+unsafe impl<T> Sync for SendPtr<T> {}

@@ -1,0 +1,203 @@
+//! Matrix products for the shapes inference spends its time on that Candle's gemm path handles badly:
+//! tiny matrices (gemm's thread dispatch costs ~35 µs) and few-row products (decode steps, `x @ W.T`
+//! with one token). Big products stay on Candle's gemm.
+
+use std::ops::{Add, Mul};
+
+use candle_core::{Device, Layout, Storage, Tensor};
+
+use crate::error::IntoPyResult;
+use super::kernels::multiversion;
+
+/// Products below this many multiply-adds run on the calling thread.
+const SERIAL_MACS: usize = 1 << 16;
+/// Work per thread below which splitting a product further costs more than it saves.
+const PART_MACS: usize = 1 << 17;
+/// From here on gemm's own threading (packing shared between threads) wins.
+const GEMM_PARALLEL_MACS: usize = 1 << 24;
+/// Up to this many rows, `x @ W.T` is done as dot products.
+const DOT_ROWS: usize = 4;
+
+pub trait Elem: Copy + Default + Send + Sync + Add<Output = Self> + Mul<Output = Self> + 'static {
+    fn one() -> Self;
+}
+impl Elem for f32 {
+    fn one() -> Self {
+        1.0
+    }
+}
+impl Elem for f64 {
+    fn one() -> Self {
+        1.0
+    }
+}
+
+/// A batch of matrices inside a storage slice: element (b, i, j) at `off + b·bs + i·rs + j·cs`.
+struct Mats<'a, T> {
+    data: &'a [T],
+    off: usize,
+    batch: Vec<usize>,
+    rs: usize,
+    cs: usize,
+}
+
+impl<'a, T> Mats<'a, T> {
+    /// `layout` has dims (..batch, r, c), already broadcast to `batch`.
+    fn new(data: &'a [T], layout: &Layout) -> Self {
+        let s = layout.stride();
+        let n = s.len();
+        Mats { data, off: layout.start_offset(), batch: s[..n - 2].to_vec(), rs: s[n - 2], cs: s[n - 1] }
+    }
+    fn base(&self, dims: &[usize], mut b: usize) -> usize {
+        let mut off = self.off;
+        for (d, s) in dims.iter().zip(&self.batch).rev() {
+            off += (b % d) * s;
+            b /= d;
+        }
+        off
+    }
+}
+
+multiversion! {
+    /// out[j] = Σ_k a[k] · b[j·ldb + k]: dot products with rows of Bᵀ (vectorised over k in lanes).
+    fn dot_rows<T>(a: &[T], b: &[T], b0: usize, ldb: usize, out: &mut [T])
+    where [T: Elem]
+    {
+        const L: usize = 32;
+        let k = a.len();
+        for (j, o) in out.iter_mut().enumerate() {
+            let row = &b[b0 + j * ldb..b0 + j * ldb + k];
+            let mut acc = [T::default(); L];
+            let (ac, bc) = (a.chunks_exact(L), row.chunks_exact(L));
+            let (ar, br) = (ac.remainder(), bc.remainder());
+            for (x, y) in ac.zip(bc) {
+                for l in 0..L {
+                    acc[l] = acc[l] + x[l] * y[l];
+                }
+            }
+            let mut s = T::default();
+            for (x, y) in ar.iter().zip(br) {
+                s = s + *x * *y;
+            }
+            for v in acc {
+                s = s + v;
+            }
+            *o = s;
+        }
+    }
+}
+
+/// `ta @ tb` for CPU f32/f64 operands already broadcast to `batch`; `None` hands other dtypes and
+/// devices to Candle.
+pub fn fast_matmul(ta: &Tensor, tb: &Tensor, batch: &[usize]) -> Option<pyo3::PyResult<Tensor>> {
+    if !matches!(ta.device(), Device::Cpu) || ta.dtype() != tb.dtype() {
+        return None;
+    }
+    match ta.dtype() {
+        candle_core::DType::F32 => Some(run::<f32>(ta, tb, batch)),
+        candle_core::DType::F64 => Some(run::<f64>(ta, tb, batch)),
+        _ => None,
+    }
+}
+
+/// The output buffer, written by several threads at disjoint places.
+#[derive(Clone, Copy)]
+struct Dst<T>(*mut T);
+// SAFETY: every task writes a disjoint block of the buffer, which outlives the tasks.
+unsafe impl<T> Send for Dst<T> {}
+unsafe impl<T> Sync for Dst<T> {}
+
+fn run<T: Elem + candle_core::WithDType>(ta: &Tensor, tb: &Tensor, batch: &[usize]) -> pyo3::PyResult<Tensor> {
+    let (m, k) = (ta.dims()[ta.rank() - 2], ta.dims()[ta.rank() - 1]);
+    let n = tb.dims()[tb.rank() - 1];
+    let nb: usize = batch.iter().product();
+    let macs = nb * m * k * n;
+    // gemm overwrites its output (it is not read); only an empty inner dim leaves zeros to keep.
+    let mut out = if k == 0 { vec![T::default(); nb * m * n] } else { super::kernels::uninit_vec(nb * m * n) };
+    let (sa, la) = ta.storage_and_layout();
+    let (sb, lb) = tb.storage_and_layout();
+    let (Storage::Cpu(ca), Storage::Cpu(cb)) = (&*sa, &*sb) else {
+        return Err(crate::error::runtime_err("expected CPU tensors"));
+    };
+    let a = Mats::new(ca.as_slice::<T>().py()?, la);
+    let b = Mats::new(cb.as_slice::<T>().py()?, lb);
+    let threads = crate::pool::threads();
+    let rows = nb * m;
+    if macs == 0 {
+    } else if rows <= DOT_ROWS && k >= 64 && b.rs == 1 && a.cs == 1 {
+        // A few rows against Bᵀ stored row-major (`x @ W.T` in a decode step): dot products.
+        let cols = if macs < SERIAL_MACS { n } else { n.div_ceil(4 * threads).max(64) };
+        for r in 0..rows {
+            let (bi, i) = (r / m, r % m);
+            let a0 = a.base(batch, bi) + i * a.rs;
+            let b0 = b.base(batch, bi);
+            let arow = &a.data[a0..a0 + k];
+            crate::pool::chunks_mut(&mut out[r * n..(r + 1) * n], cols, |c, d| {
+                dot_rows(arow, b.data, b0 + c * cols * b.cs, b.cs, d)
+            });
+        }
+    } else if macs >= GEMM_PARALLEL_MACS && rows >= 64 {
+        // Big products: gemm's own threading (packing shared between threads) wins.
+        let dst = Dst(out.as_mut_ptr());
+        for bi in 0..nb {
+            gemm_block(&a, &b, batch, bi, 0..m, 0..n, k, dst, (m, n), gemm::Parallelism::Rayon(threads));
+        }
+    } else {
+        // Everything else: one single-threaded gemm per block, blocks split over our threads
+        // (gemm's Rayon dispatch costs ~40 µs, more than these products take).
+        let parts = (macs / PART_MACS).clamp(1, threads);
+        let dst = Dst(out.as_mut_ptr());
+        let tasks: Vec<(usize, std::ops::Range<usize>, std::ops::Range<usize>)> = if nb >= parts {
+            (0..nb).map(|bi| (bi, 0..m, 0..n)).collect()
+        } else if m >= 8 * parts {
+            let step = m.div_ceil(parts);
+            (0..nb).flat_map(|bi| (0..m).step_by(step).map(move |i| (bi, i..(i + step).min(m), 0..n))).collect()
+        } else {
+            let step = n.div_ceil(parts).next_multiple_of(16);
+            (0..nb).flat_map(|bi| (0..n).step_by(step).map(move |j| (bi, 0..m, j..(j + step).min(n)))).collect()
+        };
+        let task = |(bi, r, c): &(usize, std::ops::Range<usize>, std::ops::Range<usize>)| {
+            gemm_block(&a, &b, batch, *bi, r.clone(), c.clone(), k, dst, (m, n), gemm::Parallelism::None)
+        };
+        if parts == 1 {
+            tasks.iter().for_each(task);
+        } else {
+            crate::pool::for_each(tasks.len(), &|i| task(&tasks[i]));
+        }
+    }
+    drop((sa, sb));
+    let mut dims = batch.to_vec();
+    dims.extend([m, n]);
+    Tensor::from_vec(out, dims, &Device::Cpu).py()
+}
+
+/// dst[bi][rows, cols] = A[bi][rows, :] · B[bi][:, cols] through gemm (row-major dst of width `n`).
+#[allow(clippy::too_many_arguments)]
+fn gemm_block<T: Elem>(
+    a: &Mats<'_, T>,
+    b: &Mats<'_, T>,
+    batch: &[usize],
+    bi: usize,
+    rows: std::ops::Range<usize>,
+    cols: std::ops::Range<usize>,
+    k: usize,
+    dst: Dst<T>,
+    (m_all, n): (usize, usize),
+    par: gemm::Parallelism,
+) {
+    let m = rows.len();
+    let a0 = a.base(batch, bi) + rows.start * a.rs;
+    let b0 = b.base(batch, bi) + cols.start * b.cs;
+    let d0 = (bi * m_all + rows.start) * n + cols.start;
+    // SAFETY: the offsets come from the operands' Candle layouts (in bounds for every (i, j, k) of
+    // the block), and each block writes its own rectangle of the (nb·m, n) output.
+    unsafe {
+        gemm::gemm(
+            m, cols.len(), k,
+            dst.0.add(d0), 1, n as isize, false,
+            a.data.as_ptr().add(a0), a.cs as isize, a.rs as isize,
+            b.data.as_ptr().add(b0), b.cs as isize, b.rs as isize,
+            T::default(), <T as Elem>::one(), false, false, false, par,
+        )
+    }
+}
