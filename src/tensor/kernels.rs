@@ -85,15 +85,15 @@ fn row_offsets<const N: usize>(dims: &[usize], strides: &[&[usize]; N], base: [u
 }
 
 macro_rules! multiversion {
-    ($(#[$m:meta])* fn $name:ident<$($g:ident),*>($($arg:ident : $ty:ty),*) where [$($w:tt)*] $body:block) => {
+    ($(#[$m:meta])* fn $name:ident<$($g:ident),*>($($arg:ident : $ty:ty),*) $(-> $ret:ty)? where [$($w:tt)*] $body:block) => {
         $(#[$m])*
-        fn $name<$($g),*>($($arg: $ty),*) where $($w)* {
+        fn $name<$($g),*>($($arg: $ty),*) $(-> $ret)? where $($w)* {
             #[cfg(target_arch = "x86_64")]
             {
                 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma")]
-                unsafe fn avx512<$($g),*>($($arg: $ty),*) where $($w)* $body
+                unsafe fn avx512<$($g),*>($($arg: $ty),*) $(-> $ret)? where $($w)* $body
                 #[target_feature(enable = "avx2,fma")]
-                unsafe fn avx2<$($g),*>($($arg: $ty),*) where $($w)* $body
+                unsafe fn avx2<$($g),*>($($arg: $ty),*) $(-> $ret)? where $($w)* $body
                 if std::is_x86_feature_detected!("avx512f") && std::is_x86_feature_detected!("avx512bw") {
                     // SAFETY: the CPU has the features the function was compiled for.
                     return unsafe { avx512($($arg),*) };

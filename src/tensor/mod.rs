@@ -22,19 +22,21 @@ use kernels::View;
 pub struct PyTensor {
     pub t: Tensor,
     pub dtype: DType,
+    /// `.shape` as last handed out (models read it constantly); valid while the dims match.
+    shape_cache: std::sync::OnceLock<(Vec<usize>, Py<PyAny>)>,
 }
 
 impl PyTensor {
     pub fn new(t: Tensor, dtype: DType) -> Self {
-        PyTensor { t, dtype }
+        PyTensor { t, dtype, shape_cache: Default::default() }
     }
     /// Wraps a Candle tensor whose dtype is its logical dtype (U8 reads as uint8).
     pub fn wrap(t: Tensor) -> PyResult<Self> {
         let dtype = DType::from_candle(t.dtype())?;
-        Ok(PyTensor { t, dtype })
+        Ok(PyTensor::new(t, dtype))
     }
     pub fn boolean(t: Tensor) -> Self {
-        PyTensor { t, dtype: DType::Bool }
+        PyTensor::new(t, DType::Bool)
     }
     pub fn dims(&self) -> &[usize] {
         self.t.dims()
@@ -42,11 +44,23 @@ impl PyTensor {
     pub fn rank(&self) -> usize {
         self.t.rank()
     }
+    /// The torch.Size of this tensor, built once per shape.
+    pub fn size_obj(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        if let Some((dims, obj)) = self.shape_cache.get() {
+            if dims == self.dims() {
+                return Ok(obj.clone_ref(py));
+            }
+            return shape::size_object(py, self.dims());
+        }
+        let obj = shape::size_object(py, self.dims())?;
+        let _ = self.shape_cache.set((self.dims().to_vec(), obj.clone_ref(py)));
+        Ok(obj)
+    }
     pub fn numel(&self) -> usize {
         self.t.elem_count()
     }
     pub fn same(&self, t: Tensor) -> Self {
-        PyTensor { t, dtype: self.dtype }
+        PyTensor::new(t, self.dtype)
     }
 }
 

@@ -81,20 +81,23 @@ where
 }
 
 /// Sum of an f32 row in blocks of f32 lanes (vectorised) folded into f64, for accuracy and speed.
-fn sum_f32(r: &[f32]) -> f64 {
-    let mut total = 0f64;
-    for block in r.chunks(256) {
-        let mut acc = [0f32; 16];
-        let mut it = block.chunks_exact(16);
-        for c in &mut it {
-            for i in 0..16 {
-                acc[i] += c[i];
+super::kernels::multiversion! {
+    fn sum_f32<>(r: &[f32]) -> f64 where []
+    {
+        let mut total = 0f64;
+        for block in r.chunks(1024) {
+            let mut acc = [0f32; 32];
+            let mut it = block.chunks_exact(32);
+            for c in &mut it {
+                for i in 0..32 {
+                    acc[i] += c[i];
+                }
             }
+            let tail: f32 = it.remainder().iter().sum();
+            total += acc.iter().map(|&x| x as f64).sum::<f64>() + tail as f64;
         }
-        let tail: f32 = it.remainder().iter().sum();
-        total += acc.iter().map(|&x| x as f64).sum::<f64>() + tail as f64;
+        total
     }
-    total
 }
 
 static RETURN_TYPES: PyOnceLock<Py<PyAny>> = PyOnceLock::new();

@@ -131,12 +131,12 @@ impl PyTensor {
 impl PyTensor {
     #[getter]
     fn shape(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        size_object(py, self.dims())
+        self.size_obj(py)
     }
     #[pyo3(signature = (dim=None))]
     fn size(&self, py: Python<'_>, dim: Option<i64>) -> PyResult<Py<PyAny>> {
         match dim {
-            None => size_object(py, self.dims()),
+            None => self.size_obj(py),
             Some(d) => Ok(self.dims()[norm_dim(d, self.rank())?].into_pyobject(py)?.into_any().unbind()),
         }
     }
