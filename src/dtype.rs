@@ -52,6 +52,20 @@ impl DType {
         }
     }
 
+    /// torch's ScalarType name, used in its error messages ("Float", "Long", ...).
+    pub fn title(self) -> &'static str {
+        match self {
+            DType::Bool => "Bool",
+            DType::U8 => "Byte",
+            DType::I32 => "Int",
+            DType::I64 => "Long",
+            DType::F16 => "Half",
+            DType::BF16 => "BFloat16",
+            DType::F32 => "Float",
+            DType::F64 => "Double",
+        }
+    }
+
     pub fn candle(self) -> CDType {
         match self {
             DType::Bool | DType::U8 => CDType::U8,

@@ -51,6 +51,8 @@ mod candle_bind_c {
         randint, randn, randn_like, randperm, seed, tensor, zeros, zeros_like,
     };
     #[pymodule_export]
+    use crate::tensor::select::{bucketize, searchsorted, unique};
+    #[pymodule_export]
     use crate::tensor::shape::{cat, stack};
     #[pymodule_export]
     use crate::tensor::PyTensor;

@@ -46,8 +46,10 @@ from ._C import (
     zeros_like,
 )
 from ._C import device, dtype
+from ._C import bucketize, searchsorted, unique
 from ._size import Size
 from . import return_types
+from ._tensor import take_along_dim
 
 __version__ = _C.__version__
 
@@ -84,6 +86,10 @@ _METHOD_FUNCTIONS = (
     "sin", "sinh", "softmax", "split", "sqrt", "square", "squeeze", "std", "sub", "subtract",
     "sum", "swapaxes", "swapdims", "t", "tan", "tanh", "transpose", "tril", "triu", "true_divide",
     "trunc", "unbind", "unflatten", "unsqueeze", "var",
+    # selection and ordering
+    "argsort", "argwhere", "bernoulli", "bincount", "gather", "index_add", "index_copy", "index_fill",
+    "index_select", "kthvalue", "masked_fill", "masked_select", "multinomial", "nonzero", "scatter",
+    "scatter_add", "sort", "topk",
 )
 for _name in _METHOD_FUNCTIONS:
     globals()[_name] = getattr(Tensor, _name)
@@ -103,7 +109,7 @@ def min(input, dim=None, keepdim=False, *, out=None):  # noqa: A001
 def where(condition, input=None, other=None):
     """torch.where(condition, input, other); the one-argument form returns nonzero indices."""
     if input is None and other is None:
-        raise NotImplementedError("torch.where(condition) (nonzero indices) is not supported by candle_bind yet")
+        return condition.nonzero(as_tuple=True)
     return _C.where(condition, input, other)
 
 
@@ -422,6 +428,7 @@ cuda = _Cuda()
 
 __all__ = [
     "CandleError", "DTypeError", "DeviceError", "ShapeError", "Size", "Tensor", "arange", "as_tensor",
+    "bucketize", "searchsorted", "take_along_dim", "unique",
     "bfloat16", "bool", "broadcast_shapes", "broadcast_to", "cat", "concat", "concatenate", "cuda", "device",
     "double", "dtype", "einsum", "empty", "empty_like", "enable_grad", "eye", "finfo", "float", "float16",
     "float32", "float64", "from_numpy", "full", "full_like", "get_default_dtype", "get_num_threads", "half",

@@ -13,3 +13,18 @@ class max(NamedTuple):  # noqa: N801 - torch's names
 class min(NamedTuple):  # noqa: N801
     values: Tensor
     indices: Tensor
+
+
+class sort(NamedTuple):  # noqa: N801
+    values: Tensor
+    indices: Tensor
+
+
+class topk(NamedTuple):  # noqa: N801
+    values: Tensor
+    indices: Tensor
+
+
+class kthvalue(NamedTuple):  # noqa: N801
+    values: Tensor
+    indices: Tensor

@@ -306,7 +306,7 @@ pub fn binary(a: &PyTensor, b: Operand<'_>, op: BinOp, reflected: bool) -> PyRes
     Ok(if op.is_cmp() { PyTensor::boolean(out) } else { PyTensor::new(out, ct) })
 }
 
-fn operand<'py>(ob: &Bound<'py, PyAny>, op: &str) -> PyResult<Arg<'py>> {
+pub(crate) fn operand<'py>(ob: &Bound<'py, PyAny>, op: &str) -> PyResult<Arg<'py>> {
     Arg::extract(ob).ok_or_else(|| {
         type_err(format!(
             "{op}(): argument 'other' must be Tensor or Number, not {}",
@@ -566,7 +566,7 @@ impl PyTensor {
         self.mul(other)
     }
     #[pyo3(signature = (other, *, rounding_mode=None))]
-    fn div(&self, other: &Bound<'_, PyAny>, rounding_mode: Option<&str>) -> PyResult<PyTensor> {
+    pub(crate) fn div(&self, other: &Bound<'_, PyAny>, rounding_mode: Option<&str>) -> PyResult<PyTensor> {
         let o = operand(other, "div")?;
         let o = o.op();
         match rounding_mode {
@@ -872,7 +872,7 @@ fn tensor_operand<'py>(ob: &Bound<'py, PyAny>, op: &str) -> PyResult<Arg<'py>> {
     }
 }
 
-fn add_sub(x: &PyTensor, other: &Bound<'_, PyAny>, alpha: Option<&Bound<'_, PyAny>>, op: BinOp) -> PyResult<PyTensor> {
+pub(crate) fn add_sub(x: &PyTensor, other: &Bound<'_, PyAny>, alpha: Option<&Bound<'_, PyAny>>, op: BinOp) -> PyResult<PyTensor> {
     let o = operand(other, op.name())?;
     match alpha.filter(|a| !a.is_none()) {
         None => binary(x, o.op(), op, false),
@@ -886,7 +886,7 @@ fn add_sub(x: &PyTensor, other: &Bound<'_, PyAny>, alpha: Option<&Bound<'_, PyAn
     }
 }
 
-fn pow_op(x: &PyTensor, e: Operand<'_>, reflected: bool) -> PyResult<PyTensor> {
+pub(crate) fn pow_op(x: &PyTensor, e: Operand<'_>, reflected: bool) -> PyResult<PyTensor> {
     // Fast, exact paths for the common float exponents.
     if let (false, true, Operand::S(s)) = (reflected, x.dtype.is_float(), e) {
         let v = s.as_f64();

@@ -17,7 +17,7 @@ static RNG: Mutex<Option<::rand::rngs::StdRng>> = Mutex::new(None);
 const DEFAULT_SEED: u64 = 67280421310721;
 
 /// Runs `f` with the global generator (seeded with torch's default seed until `manual_seed`).
-fn with_rng<T>(f: impl FnOnce(&mut ::rand::rngs::StdRng) -> T) -> T {
+pub(crate) fn with_rng<T>(f: impl FnOnce(&mut ::rand::rngs::StdRng) -> T) -> T {
     let mut g = RNG.lock().unwrap_or_else(|p| p.into_inner());
     f(g.get_or_insert_with(|| ::rand::rngs::StdRng::seed_from_u64(DEFAULT_SEED)))
 }
@@ -225,7 +225,7 @@ fn random(dims: &[usize], dt: DType, dev: &Device, normal: bool) -> PyResult<PyT
 }
 
 /// Box–Muller: one standard normal sample.
-fn standard_normal(r: &mut ::rand::rngs::StdRng) -> f64 {
+pub(crate) fn standard_normal(r: &mut ::rand::rngs::StdRng) -> f64 {
     let u1: f64 = 1.0 - r.random::<f64>();
     let u2: f64 = r.random::<f64>();
     (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()

@@ -5,9 +5,11 @@ pub mod arith;
 pub mod convert;
 pub mod creation;
 pub mod index;
+pub mod inplace;
 pub mod kernels;
 pub mod linalg;
 pub mod reduce;
+pub mod select;
 pub mod shape;
 
 use candle_core::{Device, Storage, Tensor, WithDType};

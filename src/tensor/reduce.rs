@@ -80,8 +80,8 @@ where
     Tensor::from_vec(out, out_dims, &Device::Cpu).py()
 }
 
-/// Sum of an f32 row in blocks of f32 lanes (vectorised) folded into f64, for accuracy and speed.
 super::kernels::multiversion! {
+    /// Sum of an f32 row in blocks of f32 lanes (vectorised) folded into f64, for accuracy and speed.
     fn sum_f32<>(r: &[f32]) -> f64 where []
     {
         let mut total = 0f64;

@@ -415,7 +415,9 @@ impl PyTensor {
             let dims: Vec<usize> = t.dims().iter().zip(&reps).map(|(a, b)| a * b).collect();
             return Ok(self.same(Tensor::zeros(dims, self.dtype.candle(), t.device()).py()?));
         }
-        Ok(self.same(t.repeat(reps).py()?))
+        // Candle returns the input itself for all-ones repeats; torch's repeat always copies.
+        let r = t.repeat(reps.as_slice()).py()?;
+        Ok(self.same(if reps.iter().all(|&x| x == 1) { r.copy().py()? } else { r }))
     }
     /// repeat_interleave(repeats, dim=None): an int or a 1-D tensor of counts.
     #[pyo3(signature = (repeats, dim=None, *, output_size=None))]
@@ -621,7 +623,8 @@ pub fn cat(tensors: &Bound<'_, PyAny>, dim: i64) -> PyResult<PyTensor> {
             }
         }
     }
-    let out = Python::attach(|py| py.detach(|| Tensor::cat(&ts, d))).py()?;
+    // Candle hands back a lone input as is; torch's cat always returns new memory.
+    let out = if ts.len() == 1 { ts[0].copy() } else { Python::attach(|py| py.detach(|| Tensor::cat(&ts, d))) }.py()?;
     Ok(PyTensor::new(out, dt))
 }
 
@@ -638,6 +641,6 @@ pub fn stack(tensors: &Bound<'_, PyAny>, dim: i64) -> PyResult<PyTensor> {
             )));
         }
     }
-    let out = Tensor::stack(&ts, d).py()?;
+    let out = if ts.len() == 1 { ts[0].unsqueeze(d).and_then(|t| t.copy()) } else { Tensor::stack(&ts, d) }.py()?;
     Ok(PyTensor::new(out, dt))
 }

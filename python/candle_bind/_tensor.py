@@ -1,0 +1,70 @@
+"""Tensor methods written in Python: the long tail of in-place ops and a few composites.
+
+Each in-place op here is its out-of-place op followed by one write into the tensor's own memory
+(`Tensor._assign_result`), so views of the tensor see the change as in torch. The hot ones
+(`add_`, `mul_`, `+=`, `x[i] = v`, `fill_`, `copy_`, ...) live in Rust.
+"""
+
+from __future__ import annotations
+
+from ._C import Tensor, unique as _unique
+
+# name_ -> name: in-place forms computed by the out-of-place method, then written back.
+_INPLACE = (
+    "abs", "acos", "asin", "atan", "bitwise_and", "bitwise_or", "bitwise_xor", "ceil", "clamp",
+    "clamp_max", "clamp_min", "clip", "copysign", "cos", "cosh", "erf", "exp", "expm1", "fix",
+    "floor", "floor_divide", "lerp", "log", "log10", "log1p", "log2", "logical_and", "logical_not",
+    "logical_or", "logical_xor", "nan_to_num", "neg", "negative", "reciprocal", "relu", "remainder",
+    "round", "rsqrt", "sigmoid", "sign", "sin", "sinh", "sqrt", "square", "tan", "tanh", "tril",
+    "triu", "true_divide", "trunc", "multiply", "subtract", "divide", "fmod", "eq", "ne", "lt",
+    "le", "gt", "ge",
+)
+
+
+def _make_inplace(name: str):
+    op = getattr(Tensor, name)
+
+    def method(self, *args, **kwargs):
+        self._assign_result(op(self, *args, **kwargs), name + "_")
+        return self
+
+    method.__name__ = method.__qualname__ = name + "_"
+    method.__doc__ = f"In-place :meth:`{name}`: writes the result into this tensor's memory."
+    return method
+
+
+def _install() -> None:
+    for name in _INPLACE:
+        if hasattr(Tensor, name) and not hasattr(Tensor, name + "_"):
+            setattr(Tensor, name + "_", _make_inplace(name))
+    Tensor.take_along_dim = take_along_dim
+    Tensor.unique = unique
+
+
+def unique(self, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002 - torch's names
+    """Tensor.unique: the sorted distinct values (see `candle_bind.unique`)."""
+    return _unique(self, sorted, return_inverse, return_counts, dim)
+
+
+def take_along_dim(input: Tensor, indices: Tensor, dim=None) -> Tensor:
+    """torch.take_along_dim: gather with indices broadcast against the input (flattened if no dim)."""
+    if dim is None:
+        return input.reshape(-1).gather(0, indices.reshape(-1))
+    rank = input.dim()
+    d = dim + rank if dim < 0 else dim
+    if indices.dim() != rank:
+        raise RuntimeError(
+            f"torch.take_along_dim(): input and indices should have the same number of dimensions, "
+            f"but got {rank} dimensions for input, and {indices.dim()} dimensions for indices")
+    shape_i = list(input.shape)
+    shape_x = list(indices.shape)
+    for i in range(rank):
+        if i != d:
+            n = max(shape_i[i], shape_x[i])
+            shape_i[i] = shape_x[i] = n
+    shape_i[d] = input.shape[d]
+    shape_x[d] = indices.shape[d]
+    return input.expand(*shape_i).gather(d, indices.expand(*shape_x))
+
+
+_install()

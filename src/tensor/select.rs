@@ -1,0 +1,819 @@
+//! Selection by index and by order: gather/scatter, index_*, masked_*, nonzero, sort/topk/kthvalue,
+//! unique, searchsorted, bincount, and the samplers (multinomial, bernoulli, uniform_, normal_).
+//! CPU kernels over contiguous copies; results are fresh tensors (in-place forms write them back).
+
+use std::cmp::Ordering;
+
+use candle_core::{Device, Tensor, WithDType};
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+use rand::Rng;
+
+use super::inplace::for_each_offset;
+use super::{cast, norm_dim, with_dtype, Arg, Operand, PyTensor, Scalar};
+use crate::dtype::DType;
+use crate::error::{index_err, runtime_err, shape_err, type_err, IntoPyResult};
+
+/// A tensor's elements, row-major, on the CPU.
+fn values<T: WithDType>(t: &Tensor) -> PyResult<Vec<T>> {
+    t.to_device(&Device::Cpu).py()?.flatten_all().py()?.to_vec1::<T>().py()
+}
+
+/// An index tensor's values as i64 (torch takes int64 indices; int32 too where it does).
+fn index_values(index: &PyTensor, op: &str) -> PyResult<Vec<i64>> {
+    match index.dtype {
+        DType::I64 | DType::I32 => values::<i64>(&index.t.to_dtype(candle_core::DType::I64).py()?),
+        d => Err(runtime_err(format!("{op}(): Expected dtype int64 for index, got {}", d.name()))),
+    }
+}
+
+fn contiguous_strides(dims: &[usize]) -> Vec<usize> {
+    let mut s = vec![0; dims.len()];
+    let mut acc = 1;
+    for i in (0..dims.len()).rev() {
+        s[i] = acc;
+        acc *= dims[i];
+    }
+    s
+}
+
+fn wrap(i: i64, n: usize, dim: usize) -> PyResult<usize> {
+    let n_i = n as i64;
+    if i < -n_i || i >= n_i {
+        return Err(index_err(format!("index {i} is out of bounds for dimension {dim} with size {n}")));
+    }
+    Ok(if i < 0 { i + n_i } else { i } as usize)
+}
+
+/// Total order used by sort/topk/unique: NaN above everything, as torch orders it.
+pub trait Key: Copy {
+    fn cmp_key(&self, other: &Self) -> Ordering;
+}
+macro_rules! int_key {
+    ($($t:ty),*) => {$(impl Key for $t { fn cmp_key(&self, o: &Self) -> Ordering { self.cmp(o) } })*};
+}
+int_key!(u8, i32, i64);
+macro_rules! float_key {
+    ($($t:ty),*) => {$(impl Key for $t {
+        fn cmp_key(&self, o: &Self) -> Ordering {
+            self.partial_cmp(o).unwrap_or_else(|| self.is_nan().cmp(&o.is_nan()))
+        }
+    })*};
+}
+float_key!(f32, f64, half::f16, half::bf16);
+
+/// `with_key!(candle_dtype, T => expr)`: like `with_dtype!`, with `T: Key`.
+macro_rules! with_key {
+    ($dt:expr, $T:ident => $body:expr) => {
+        with_dtype!($dt, $T => $body)
+    };
+}
+
+/// `t` with `dim` moved last, contiguous: its rows are the lines along `dim`.
+fn rows_of(t: &Tensor, dim: usize) -> PyResult<Tensor> {
+    let last = t.rank().max(1) - 1;
+    let t = if t.rank() == 0 { t.reshape(1).py()? } else { t.clone() };
+    if dim == last { t.contiguous().py() } else { t.transpose(dim, last).py()?.contiguous().py() }
+}
+
+/// Inverse of `rows_of` for a result of row length `n` (shape of the rows tensor with last dim `n`).
+fn from_rows(v: Tensor, rows_dims: &[usize], n: usize, dim: usize, rank: usize) -> PyResult<Tensor> {
+    let mut dims = rows_dims.to_vec();
+    if let Some(l) = dims.last_mut() {
+        *l = n;
+    }
+    let t = v.reshape(dims).py()?;
+    if rank == 0 {
+        return t.reshape(()).py();
+    }
+    let last = rank - 1;
+    if dim == last { Ok(t) } else { t.transpose(dim, last).py()?.contiguous().py() }
+}
+
+fn values_indices(py: Python<'_>, name: &str, values: PyTensor, indices: PyTensor) -> PyResult<Py<PyAny>> {
+    let m = py.import("candle_bind.return_types")?;
+    Ok(m.getattr(name)?.call1((Py::new(py, values)?, Py::new(py, indices)?))?.unbind())
+}
+
+fn i64_tensor(v: Vec<i64>, dims: &[usize]) -> PyResult<PyTensor> {
+    Ok(PyTensor::new(Tensor::from_vec(v, dims, &Device::Cpu).py()?, DType::I64))
+}
+
+impl PyTensor {
+    /// gather along `dim`: out[i][j][k] = self[index[i][j][k]][j][k] (for dim 0), out shaped like index.
+    pub fn gather_impl(&self, dim: i64, index: &PyTensor) -> PyResult<PyTensor> {
+        let d = norm_dim(dim, self.rank())?;
+        let idx = index_values(index, "gather")?;
+        if index.rank() != self.rank().max(1) && !(index.rank() <= 1 && self.rank() <= 1) {
+            return Err(runtime_err("Index tensor must have the same number of dimensions as input tensor"));
+        }
+        for (i, (&a, &b)) in index.dims().iter().zip(self.dims()).enumerate() {
+            if i != d && a > b {
+                return Err(runtime_err(format!(
+                    "Size does not match at dimension {i} expected index {:?} to be no larger than self {:?} apart from dimension {d}",
+                    index.dims(),
+                    self.dims()
+                )));
+            }
+        }
+        let src = self.t.to_device(&Device::Cpu).py()?.contiguous().py()?;
+        let st = contiguous_strides(src.dims());
+        let n = self.dims().get(d).copied().unwrap_or(1);
+        let mut base_st = st.clone();
+        if !base_st.is_empty() {
+            base_st[d] = 0;
+        }
+        let mut offs = Vec::with_capacity(idx.len());
+        let mut k = 0;
+        let mut bad = None;
+        for_each_offset(index.dims(), &base_st, 0, |o| {
+            match wrap(idx[k], n, d) {
+                Ok(i) => offs.push(o + i * st.get(d).copied().unwrap_or(1)),
+                Err(e) => {
+                    bad.get_or_insert(e);
+                    offs.push(0)
+                }
+            }
+            k += 1;
+        });
+        if let Some(e) = bad {
+            return Err(e);
+        }
+        let out = with_dtype!(src.dtype(), T => {
+            let data = values::<T>(&src)?;
+            Tensor::from_vec(offs.iter().map(|&o| data[o]).collect::<Vec<T>>(), index.dims(), &Device::Cpu).py()
+        })?;
+        Ok(self.same(out))
+    }
+
+    /// scatter family: a copy of self with src's values written (or combined) at index along dim.
+    pub fn scatter_impl(&self, dim: i64, index: &PyTensor, src: Operand<'_>, reduce: Option<&str>) -> PyResult<PyTensor> {
+        let d = norm_dim(dim, self.rank())?;
+        let idx = index_values(index, "scatter")?;
+        if index.rank() != self.rank().max(1) && !(index.rank() <= 1 && self.rank() <= 1) {
+            return Err(runtime_err("Index tensor must have the same number of dimensions as self tensor"));
+        }
+        let src_t: Tensor = match src {
+            Operand::T(s) => {
+                if s.rank() != index.rank() {
+                    return Err(runtime_err("Index tensor must have the same number of dimensions as src tensor"));
+                }
+                if index.dims().iter().zip(s.dims()).any(|(a, b)| a > b) {
+                    return Err(runtime_err(format!(
+                        "Expected index {:?} to be no larger than src {:?}",
+                        index.dims(),
+                        s.dims()
+                    )));
+                }
+                cast(&s.t, s.dtype, self.dtype)?.to_device(&Device::Cpu).py()?.contiguous().py()?
+            }
+            Operand::S(s) => s.tensor(self.dtype, &Device::Cpu)?.reshape(1).py()?,
+        };
+        let src_st = if matches!(src, Operand::S(_)) { vec![0; index.rank()] } else { contiguous_strides(src_t.dims()) };
+        let me = self.t.to_device(&Device::Cpu).py()?.contiguous().py()?;
+        let st = contiguous_strides(me.dims());
+        let n = self.dims().get(d).copied().unwrap_or(1);
+        let mut base_st = st.clone();
+        if !base_st.is_empty() {
+            base_st[d] = 0;
+        }
+        for (i, (&a, &b)) in index.dims().iter().zip(self.dims()).enumerate() {
+            if i != d && a > b {
+                return Err(runtime_err(format!(
+                    "Expected index {:?} to be no larger than self {:?} apart from dimension {d}",
+                    index.dims(),
+                    self.dims()
+                )));
+            }
+        }
+        let mut dst_offs = Vec::with_capacity(idx.len());
+        let mut k = 0;
+        let mut bad = None;
+        for_each_offset(index.dims(), &base_st, 0, |o| {
+            match wrap(idx[k], n, d) {
+                Ok(i) => dst_offs.push(o + i * st.get(d).copied().unwrap_or(1)),
+                Err(e) => {
+                    bad.get_or_insert(e);
+                    dst_offs.push(0)
+                }
+            }
+            k += 1;
+        });
+        if let Some(e) = bad {
+            return Err(e);
+        }
+        let mut src_offs = Vec::with_capacity(idx.len());
+        for_each_offset(index.dims(), &src_st, 0, |o| src_offs.push(o));
+        let out = with_dtype!(me.dtype(), T => {
+            let mut data = values::<T>(&me)?;
+            let sv = values::<T>(&src_t)?;
+            match reduce {
+                None => dst_offs.iter().zip(&src_offs).for_each(|(&o, &s)| data[o] = sv[s]),
+                Some("add") | Some("sum") => dst_offs.iter().zip(&src_offs).for_each(|(&o, &s)| data[o] = data[o] + sv[s]),
+                Some("multiply") | Some("prod") => dst_offs.iter().zip(&src_offs).for_each(|(&o, &s)| data[o] = data[o] * sv[s]),
+                Some(r) => return Err(crate::error::value_err(format!("reduce argument must be either add or multiply, got {r}"))),
+            }
+            Tensor::from_vec(data, me.dims(), &Device::Cpu).py()
+        })?;
+        Ok(self.same(out))
+    }
+
+    /// index_add / index_copy / index_fill along `dim` with a 1-D index: a fresh result.
+    fn index_update(&self, dim: i64, index: &PyTensor, source: Operand<'_>, mode: IndexMode, op: &str) -> PyResult<PyTensor> {
+        let d = norm_dim(dim, self.rank())?;
+        if index.rank() > 1 {
+            return Err(index_err(format!("{op}(): Index is supposed to be a vector")));
+        }
+        let idx = index_values(index, op)?;
+        let n = self.dims().get(d).copied().unwrap_or(1);
+        let me = self.t.to_device(&Device::Cpu).py()?.contiguous().py()?;
+        let dims = me.dims().to_vec();
+        // The source's shape: self's with dim d of size len(index) (a scalar fills).
+        let mut sdims = dims.clone();
+        if !sdims.is_empty() {
+            sdims[d] = idx.len();
+        }
+        let src = match source {
+            Operand::T(s) => {
+                let ok = s.dims() == sdims.as_slice() || (s.rank() == 0 && sdims.iter().product::<usize>() == 1);
+                if !ok {
+                    return Err(shape_err(format!(
+                        "{op}(): source tensor shape {:?} must match self tensor shape {:?} apart from dimension {d} \
+                         (index has {} entries)",
+                        s.dims(),
+                        dims,
+                        idx.len()
+                    )));
+                }
+                cast(&s.t, s.dtype, self.dtype)?.to_device(&Device::Cpu).py()?.broadcast_as(sdims.as_slice()).py()?.contiguous().py()?
+            }
+            Operand::S(s) => s.tensor(self.dtype, &Device::Cpu)?.broadcast_as(sdims.as_slice()).py()?.contiguous().py()?,
+        };
+        let (outer, inner) = (dims[..d.min(dims.len())].iter().product::<usize>(), dims.get(d + 1..).map_or(1, |r| r.iter().product()));
+        let pos: Vec<usize> = idx.iter().map(|&i| wrap(i, n, d)).collect::<PyResult<_>>()?;
+        let out = with_dtype!(me.dtype(), T => {
+            let mut data = values::<T>(&me)?;
+            let sv = values::<T>(&src)?;
+            let alpha = match mode { IndexMode::Add(a) => T::from_f64(a), _ => T::from_f64(1.0) };
+            for o in 0..outer {
+                for (j, &p) in pos.iter().enumerate() {
+                    let (dst, s) = ((o * n + p) * inner, (o * pos.len() + j) * inner);
+                    for q in 0..inner {
+                        data[dst + q] = match mode {
+                            IndexMode::Add(a) if a == 1.0 => data[dst + q] + sv[s + q],
+                            IndexMode::Add(_) => data[dst + q] + alpha * sv[s + q],
+                            IndexMode::Copy => sv[s + q],
+                        };
+                    }
+                }
+            }
+            Tensor::from_vec(data, dims.as_slice(), &Device::Cpu).py()
+        })?;
+        Ok(self.same(out))
+    }
+
+    fn masked_fill_impl(&self, mask: &PyTensor, value: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        if mask.dtype != DType::Bool {
+            return Err(runtime_err(format!(
+                "masked_fill_ only supports boolean masks, but got mask with dtype {}",
+                mask.dtype.name()
+            )));
+        }
+        let v = match Arg::extract(value) {
+            Some(Arg::T(t)) if t.rank() != 0 => {
+                return Err(runtime_err(format!(
+                    "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with {} dimension(s).",
+                    t.rank()
+                )))
+            }
+            Some(Arg::T(t)) => super::convert::scalar_of(&t)?,
+            Some(Arg::S(s)) => s,
+            None => return Err(type_err("masked_fill(): argument 'value' must be Number or Tensor")),
+        };
+        let fill = PyTensor::new(v.tensor(self.dtype, self.t.device())?, self.dtype);
+        let r = super::arith::where_(mask, Operand::T(&fill), Operand::T(self))?;
+        Ok(PyTensor::new(cast(&r.t, r.dtype, self.dtype)?, self.dtype))
+    }
+
+    fn nonzero_rows(&self) -> PyResult<(Vec<i64>, usize)> {
+        let flags = values::<u8>(&cast(&self.t, self.dtype, DType::Bool)?)?;
+        let dims = self.dims();
+        let mut out = Vec::new();
+        let mut n = 0;
+        for (i, &f) in flags.iter().enumerate() {
+            if f != 0 {
+                let mut rem = i;
+                let start = out.len();
+                for &dd in dims.iter().rev() {
+                    out.push((rem % dd) as i64);
+                    rem /= dd;
+                }
+                out[start..].reverse();
+                n += 1;
+            }
+        }
+        Ok((out, n))
+    }
+}
+
+#[derive(Clone, Copy)]
+enum IndexMode {
+    Add(f64),
+    Copy,
+}
+
+fn tensor_arg<'py>(ob: &Bound<'py, PyAny>, what: &str) -> PyResult<PyRef<'py, PyTensor>> {
+    ob.cast::<PyTensor>()
+        .map_err(|_| type_err(format!("{what} must be a Tensor, not {}", ob.get_type().name().map(|n| n.to_string()).unwrap_or_default())))?
+        .try_borrow()
+        .map_err(Into::into)
+}
+
+fn scalar_or_tensor<'py>(ob: &Bound<'py, PyAny>, what: &str) -> PyResult<Arg<'py>> {
+    Arg::extract(ob).ok_or_else(|| type_err(format!("{what} must be a Tensor or a number")))
+}
+
+/// Sorted order of one row: (values, original positions), stable, NaN last (first if descending).
+fn sort_row<T: Key>(row: &[T], descending: bool) -> Vec<usize> {
+    let mut idx: Vec<usize> = (0..row.len()).collect();
+    if descending {
+        idx.sort_by(|&a, &b| row[b].cmp_key(&row[a]));
+    } else {
+        idx.sort_by(|&a, &b| row[a].cmp_key(&row[b]));
+    }
+    idx
+}
+
+#[pymethods]
+impl PyTensor {
+    #[pyo3(signature = (dim, index, *, sparse_grad=false))]
+    fn gather(&self, dim: i64, index: &PyTensor, sparse_grad: bool) -> PyResult<PyTensor> {
+        let _ = sparse_grad;
+        self.gather_impl(dim, index)
+    }
+
+    #[pyo3(signature = (dim, index, src=None, value=None, *, reduce=None))]
+    fn scatter(&self, dim: i64, index: &PyTensor, src: Option<&Bound<'_, PyAny>>, value: Option<&Bound<'_, PyAny>>, reduce: Option<&str>) -> PyResult<PyTensor> {
+        let s = src.or(value).ok_or_else(|| type_err("scatter() missing argument 'src' or 'value'"))?;
+        let s = scalar_or_tensor(s, "scatter(): src")?;
+        self.scatter_impl(dim, index, s.op(), reduce)
+    }
+    #[pyo3(signature = (dim, index, src=None, value=None, *, reduce=None))]
+    fn scatter_<'py>(slf: PyRef<'py, Self>, dim: i64, index: &PyTensor, src: Option<&Bound<'_, PyAny>>, value: Option<&Bound<'_, PyAny>>, reduce: Option<&str>) -> PyResult<PyRef<'py, Self>> {
+        let r = slf.scatter(dim, index, src, value, reduce)?;
+        slf.assign(Operand::T(&r))?;
+        Ok(slf)
+    }
+    fn scatter_add(&self, dim: i64, index: &PyTensor, src: &PyTensor) -> PyResult<PyTensor> {
+        self.scatter_impl(dim, index, Operand::T(src), Some("add"))
+    }
+    fn scatter_add_<'py>(slf: PyRef<'py, Self>, dim: i64, index: &PyTensor, src: &PyTensor) -> PyResult<PyRef<'py, Self>> {
+        let r = slf.scatter_add(dim, index, src)?;
+        slf.assign(Operand::T(&r))?;
+        Ok(slf)
+    }
+
+    fn index_select(&self, dim: i64, index: &PyTensor) -> PyResult<PyTensor> {
+        let d = norm_dim(dim, self.rank())?;
+        if index.rank() > 1 {
+            return Err(index_err("index_select(): Index is supposed to be a vector"));
+        }
+        let n = self.dims().get(d).copied().unwrap_or(1);
+        let idx: Vec<u32> = index_values(index, "index_select")?.iter().map(|&i| wrap(i, n, d).map(|v| v as u32)).collect::<PyResult<_>>()?;
+        let it = Tensor::from_vec(idx.clone(), idx.len(), self.t.device()).py()?;
+        let src = if self.rank() == 0 { self.t.reshape(1).py()? } else { self.t.clone() };
+        let out = src.contiguous().py()?.index_select(&it, d).py()?;
+        let out = if self.rank() == 0 { out.reshape(if index.rank() == 0 { vec![] } else { vec![idx.len()] }).py()? } else { out };
+        Ok(self.same(out))
+    }
+
+    #[pyo3(signature = (dim, index, source, *, alpha=None))]
+    fn index_add(&self, dim: i64, index: &PyTensor, source: &PyTensor, alpha: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
+        let a = match alpha {
+            Some(a) => Scalar::extract(a).ok_or_else(|| type_err("index_add(): alpha must be a number"))?.as_f64(),
+            None => 1.0,
+        };
+        self.index_update(dim, index, Operand::T(source), IndexMode::Add(a), "index_add")
+    }
+    #[pyo3(signature = (dim, index, source, *, alpha=None))]
+    fn index_add_<'py>(slf: PyRef<'py, Self>, dim: i64, index: &PyTensor, source: &PyTensor, alpha: Option<&Bound<'_, PyAny>>) -> PyResult<PyRef<'py, Self>> {
+        let r = slf.index_add(dim, index, source, alpha)?;
+        slf.assign(Operand::T(&r))?;
+        Ok(slf)
+    }
+    fn index_copy(&self, dim: i64, index: &PyTensor, source: &PyTensor) -> PyResult<PyTensor> {
+        self.index_update(dim, index, Operand::T(source), IndexMode::Copy, "index_copy")
+    }
+    fn index_copy_<'py>(slf: PyRef<'py, Self>, dim: i64, index: &PyTensor, source: &PyTensor) -> PyResult<PyRef<'py, Self>> {
+        let r = slf.index_copy(dim, index, source)?;
+        slf.assign(Operand::T(&r))?;
+        Ok(slf)
+    }
+    fn index_fill(&self, dim: i64, index: &PyTensor, value: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        let v = match scalar_or_tensor(value, "index_fill(): value")? {
+            Arg::T(t) if t.rank() != 0 => {
+                return Err(index_err(format!(
+                    "index_fill_ only supports a 0-dimensional value tensor, but got tensor with {} dimension(s).",
+                    t.rank()
+                )))
+            }
+            Arg::T(t) => super::convert::scalar_of(&t)?,
+            Arg::S(s) => s,
+        };
+        self.index_update(dim, index, Operand::S(v), IndexMode::Copy, "index_fill")
+    }
+    fn index_fill_<'py>(slf: PyRef<'py, Self>, dim: i64, index: &PyTensor, value: &Bound<'_, PyAny>) -> PyResult<PyRef<'py, Self>> {
+        let r = slf.index_fill(dim, index, value)?;
+        slf.assign(Operand::T(&r))?;
+        Ok(slf)
+    }
+
+    fn masked_fill(&self, mask: &PyTensor, value: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        self.masked_fill_impl(mask, value)
+    }
+    fn masked_fill_<'py>(slf: PyRef<'py, Self>, mask: &PyTensor, value: &Bound<'_, PyAny>) -> PyResult<PyRef<'py, Self>> {
+        let b = super::broadcast_dims(slf.dims(), mask.dims())?;
+        if b.as_slice() != slf.dims() {
+            return Err(runtime_err(format!(
+                "output with shape {:?} doesn't match the broadcast shape {:?}",
+                slf.dims(),
+                b
+            )));
+        }
+        let r = slf.masked_fill_impl(mask, value)?;
+        slf.assign(Operand::T(&r))?;
+        Ok(slf)
+    }
+    fn masked_select(&self, mask: &PyTensor) -> PyResult<PyTensor> {
+        if mask.dtype != DType::Bool {
+            return Err(runtime_err(format!("masked_select: expected BoolTensor for mask, got {}", mask.dtype.name())));
+        }
+        let dims = super::broadcast_dims(self.dims(), mask.dims())?;
+        let m = values::<u8>(&mask.t.broadcast_as(dims.as_slice()).py()?)?;
+        let x = self.t.broadcast_as(dims.as_slice()).py()?;
+        let out = with_dtype!(x.dtype(), T => {
+            let v = values::<T>(&x)?;
+            let sel: Vec<T> = v.iter().zip(&m).filter(|(_, &k)| k != 0).map(|(&a, _)| a).collect();
+            let n = sel.len();
+            Tensor::from_vec(sel, n, &Device::Cpu).py()
+        })?;
+        Ok(self.same(out))
+    }
+
+    #[pyo3(signature = (*, as_tuple=false))]
+    fn nonzero(&self, py: Python<'_>, as_tuple: bool) -> PyResult<Py<PyAny>> {
+        let (v, n) = self.nonzero_rows()?;
+        let r = self.rank();
+        if as_tuple {
+            let cols: Vec<Py<PyTensor>> = (0..r.max(1))
+                .map(|j| {
+                    let c: Vec<i64> = if r == 0 { vec![0; n] } else { (0..n).map(|i| v[i * r + j]).collect() };
+                    Py::new(py, i64_tensor(c, &[n])?)
+                })
+                .collect::<PyResult<_>>()?;
+            return Ok(PyTuple::new(py, cols)?.into_any().unbind());
+        }
+        Ok(Py::new(py, i64_tensor(v, &[n, r])?)?.into_any())
+    }
+    fn argwhere(&self) -> PyResult<PyTensor> {
+        let (v, n) = self.nonzero_rows()?;
+        i64_tensor(v, &[n, self.rank()])
+    }
+
+    #[pyo3(signature = (dim=-1, descending=false, *, stable=false))]
+    fn sort(&self, py: Python<'_>, dim: i64, descending: bool, stable: bool) -> PyResult<Py<PyAny>> {
+        let _ = stable; // always stable
+        let (v, i) = self.sort_impl(dim, descending)?;
+        values_indices(py, "sort", v, i)
+    }
+    #[pyo3(signature = (dim=-1, descending=false, *, stable=false))]
+    fn argsort(&self, dim: i64, descending: bool, stable: bool) -> PyResult<PyTensor> {
+        let _ = stable;
+        Ok(self.sort_impl(dim, descending)?.1)
+    }
+    #[pyo3(signature = (k, dim=-1, largest=true, sorted=true))]
+    fn topk(&self, py: Python<'_>, k: i64, dim: i64, largest: bool, sorted: bool) -> PyResult<Py<PyAny>> {
+        let _ = sorted; // always sorted
+        let d = norm_dim(dim, self.rank())?;
+        let n = self.dims().get(d).copied().unwrap_or(1);
+        if k < 0 || k as usize > n {
+            return Err(runtime_err(format!("selected index k out of range (k = {k}, size along dim {d} = {n})")));
+        }
+        let k = k as usize;
+        let rows = rows_of(&self.t, d)?;
+        let (vals, idx) = with_dtype!(rows.dtype(), T => {
+            let data = values::<T>(&rows)?;
+            let (mut vo, mut io) = (Vec::with_capacity(data.len() / n.max(1) * k), Vec::new());
+            for row in data.chunks(n.max(1)) {
+                let cmp = |a: &usize, b: &usize| if largest { row[*b].cmp_key(&row[*a]) } else { row[*a].cmp_key(&row[*b]) }
+                    .then(a.cmp(b));
+                let mut order: Vec<usize> = (0..row.len()).collect();
+                if k < row.len() && k > 0 {
+                    order.select_nth_unstable_by(k - 1, cmp);
+                }
+                order.truncate(k);
+                order.sort_by(cmp);
+                vo.extend(order.iter().map(|&j| row[j]));
+                io.extend(order.iter().map(|&j| j as i64));
+            }
+            Ok::<_, PyErr>((Tensor::from_vec(vo, k * data.len() / n.max(1), &Device::Cpu).py()?, io))
+        })?;
+        let rd = rows.dims().to_vec();
+        let vals = from_rows(vals, &rd, k, d, self.rank())?;
+        let idx = from_rows(Tensor::from_vec(idx, vals.elem_count(), &Device::Cpu).py()?, &rd, k, d, self.rank())?;
+        values_indices(py, "topk", self.same(vals.to_dtype(self.t.dtype()).py()?), PyTensor::new(idx, DType::I64))
+    }
+    #[pyo3(signature = (k, dim=-1, keepdim=false))]
+    fn kthvalue(&self, py: Python<'_>, k: i64, dim: i64, keepdim: bool) -> PyResult<Py<PyAny>> {
+        let d = norm_dim(dim, self.rank())?;
+        let n = self.dims().get(d).copied().unwrap_or(1);
+        if k < 1 || k as usize > n {
+            return Err(index_err(format!("kthvalue(): selected number k out of range for dimension {d}")));
+        }
+        let (v, i) = self.sort_impl(dim, false)?;
+        let pick = |t: &PyTensor| -> PyResult<PyTensor> {
+            let x = if t.rank() == 0 { t.t.clone() } else { t.t.narrow(d, k as usize - 1, 1).py()? };
+            let x = if keepdim || t.rank() == 0 { x } else { x.squeeze(d).py()? };
+            Ok(t.same(x.contiguous().py()?))
+        };
+        values_indices(py, "kthvalue", pick(&v)?, pick(&i)?)
+    }
+
+    #[pyo3(signature = (num_samples, replacement=false, *, generator=None))]
+    fn multinomial(&self, num_samples: usize, replacement: bool, generator: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
+        let _ = generator;
+        if self.rank() == 0 || self.rank() > 2 {
+            return Err(runtime_err("prob_dist must be 1 or 2 dim"));
+        }
+        if !self.dtype.is_float() {
+            return Err(runtime_err(format!("multinomial only supports floating-point dtypes for input, got: {}", self.dtype.title())));
+        }
+        let n = self.dims()[self.rank() - 1];
+        if !replacement && num_samples > n {
+            return Err(runtime_err("cannot sample n_sample > prob_dist.size(-1) samples without replacement"));
+        }
+        let p = values::<f64>(&self.t.to_dtype(candle_core::DType::F64).py()?)?;
+        let mut out = Vec::with_capacity(p.len() / n.max(1) * num_samples);
+        for row in p.chunks(n.max(1)) {
+            if row.iter().any(|&x| !x.is_finite() || x < 0.0) {
+                return Err(runtime_err("probability tensor contains either `inf`, `nan` or element < 0"));
+            }
+            let sum: f64 = row.iter().sum();
+            if sum <= 0.0 {
+                return Err(runtime_err("invalid multinomial distribution (sum of probabilities <= 0)"));
+            }
+            if !replacement && row.iter().filter(|&&x| x > 0.0).count() < num_samples {
+                return Err(runtime_err(
+                    "invalid multinomial distribution (with replacement=False, not enough non-negative category to sample)",
+                ));
+            }
+            let mut w = row.to_vec();
+            super::creation::with_rng(|r| {
+                for _ in 0..num_samples {
+                    let total: f64 = w.iter().sum();
+                    let u = r.random::<f64>() * total;
+                    let mut acc = 0.0;
+                    let mut pick = w.iter().rposition(|&x| x > 0.0).unwrap_or(0);
+                    for (j, &x) in w.iter().enumerate() {
+                        acc += x;
+                        if u < acc && x > 0.0 {
+                            pick = j;
+                            break;
+                        }
+                    }
+                    out.push(pick as i64);
+                    if !replacement {
+                        w[pick] = 0.0;
+                    }
+                }
+            });
+        }
+        let dims: Vec<usize> = if self.rank() == 1 { vec![num_samples] } else { vec![self.dims()[0], num_samples] };
+        i64_tensor(out, &dims)
+    }
+
+    #[pyo3(signature = (p=None, *, generator=None))]
+    fn bernoulli(&self, p: Option<f64>, generator: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
+        let _ = generator;
+        if !self.dtype.is_float() {
+            return Err(runtime_err(format!("bernoulli_ expects a floating point tensor, got {}", self.dtype.title())));
+        }
+        let probs: Vec<f64> = match p {
+            Some(p) => vec![p; self.numel()],
+            None => values::<f64>(&self.t.to_dtype(candle_core::DType::F64).py()?)?,
+        };
+        if probs.iter().any(|&x| !(0.0..=1.0).contains(&x)) {
+            return Err(runtime_err("Expected p_in >= 0 && p_in <= 1 to be true, but got false."));
+        }
+        let v: Vec<f64> = super::creation::with_rng(|r| probs.iter().map(|&q| (r.random::<f64>() < q) as u8 as f64).collect());
+        let t = Tensor::from_vec(v, self.dims(), &Device::Cpu).py()?.to_dtype(self.t.dtype()).py()?;
+        Ok(self.same(t))
+    }
+    #[pyo3(signature = (p=None, *, generator=None))]
+    fn bernoulli_<'py>(slf: PyRef<'py, Self>, p: Option<&Bound<'_, PyAny>>, generator: Option<&Bound<'_, PyAny>>) -> PyResult<PyRef<'py, Self>> {
+        let r = match p.map(Arg::extract) {
+            None => slf.bernoulli(Some(0.5), generator)?,
+            Some(Some(Arg::S(s))) => slf.bernoulli(Some(s.as_f64()), generator)?,
+            Some(Some(Arg::T(t))) => t.to_dtype_of(&slf)?.bernoulli(None, generator)?,
+            Some(None) => return Err(type_err("bernoulli_(): p must be a float or a Tensor")),
+        };
+        slf.assign(Operand::T(&r))?;
+        Ok(slf)
+    }
+    #[pyo3(signature = (from_=0.0, to=1.0, *, generator=None))]
+    #[pyo3(name = "uniform_")]
+    fn uniform_<'py>(slf: PyRef<'py, Self>, from_: f64, to: f64, generator: Option<&Bound<'_, PyAny>>) -> PyResult<PyRef<'py, Self>> {
+        let _ = generator;
+        let v: Vec<f64> = super::creation::with_rng(|r| (0..slf.numel()).map(|_| from_ + (to - from_) * r.random::<f64>()).collect());
+        slf.fill_values(v)?;
+        Ok(slf)
+    }
+    #[pyo3(signature = (mean=0.0, std=1.0, *, generator=None))]
+    fn normal_<'py>(slf: PyRef<'py, Self>, mean: f64, std: f64, generator: Option<&Bound<'_, PyAny>>) -> PyResult<PyRef<'py, Self>> {
+        let _ = generator;
+        let v: Vec<f64> = super::creation::with_rng(|r| (0..slf.numel()).map(|_| mean + std * super::creation::standard_normal(r)).collect());
+        slf.fill_values(v)?;
+        Ok(slf)
+    }
+
+    #[pyo3(signature = (weights=None, minlength=0))]
+    fn bincount(&self, weights: Option<&PyTensor>, minlength: usize) -> PyResult<PyTensor> {
+        if self.rank() != 1 || !matches!(self.dtype, DType::U8 | DType::I32 | DType::I64) {
+            return Err(runtime_err("bincount only supports 1-d non-negative integral inputs."));
+        }
+        let v = values::<i64>(&self.t.to_dtype(candle_core::DType::I64).py()?)?;
+        if v.iter().any(|&x| x < 0) {
+            return Err(runtime_err("bincount only supports 1-d non-negative integral inputs."));
+        }
+        let len = v.iter().max().map_or(0, |&m| m as usize + 1).max(minlength);
+        match weights {
+            None => {
+                let mut c = vec![0i64; len];
+                v.iter().for_each(|&x| c[x as usize] += 1);
+                i64_tensor(c, &[len])
+            }
+            Some(w) => {
+                if w.dims() != self.dims() {
+                    return Err(runtime_err("weights should be 1-d and have the same length as input"));
+                }
+                let wv = values::<f64>(&w.t.to_dtype(candle_core::DType::F64).py()?)?;
+                let mut c = vec![0f64; len];
+                v.iter().zip(&wv).for_each(|(&x, &y)| c[x as usize] += y);
+                let out_dt = if w.dtype == DType::F32 || w.dtype == DType::F16 || w.dtype == DType::BF16 { w.dtype } else { DType::F64 };
+                let t = Tensor::from_vec(c, len, &Device::Cpu).py()?;
+                Ok(PyTensor::new(cast(&t, DType::F64, out_dt)?, out_dt))
+            }
+        }
+    }
+}
+
+impl PyTensor {
+    fn to_dtype_of(&self, other: &PyTensor) -> PyResult<PyTensor> {
+        Ok(PyTensor::new(cast(&self.t, self.dtype, other.dtype)?.broadcast_as(other.dims()).py()?.contiguous().py()?, other.dtype))
+    }
+
+    /// Writes row-major values (as f64) into self, converted to self's dtype.
+    fn fill_values(&self, v: Vec<f64>) -> PyResult<()> {
+        if !self.dtype.is_float() {
+            return Err(runtime_err(format!("random fill expects a floating point tensor, got {}", self.dtype.title())));
+        }
+        let t = Tensor::from_vec(v, self.dims(), &Device::Cpu).py()?.to_dtype(self.t.dtype()).py()?;
+        self.assign(Operand::T(&self.same(t)))
+    }
+
+    pub fn sort_impl(&self, dim: i64, descending: bool) -> PyResult<(PyTensor, PyTensor)> {
+        let d = norm_dim(dim, self.rank())?;
+        let rows = rows_of(&self.t, d)?;
+        let n = rows.dims().last().copied().unwrap_or(1);
+        let (vals, idx) = with_key!(rows.dtype(), T => {
+            let data = values::<T>(&rows)?;
+            let (mut vo, mut io) = (Vec::with_capacity(data.len()), Vec::with_capacity(data.len()));
+            for row in data.chunks(n.max(1)) {
+                let order = sort_row(row, descending);
+                vo.extend(order.iter().map(|&j| row[j]));
+                io.extend(order.iter().map(|&j| j as i64));
+            }
+            let len = vo.len();
+            Ok::<_, PyErr>((Tensor::from_vec(vo, len, &Device::Cpu).py()?, io))
+        })?;
+        let rd = rows.dims().to_vec();
+        let vals = from_rows(vals, &rd, n, d, self.rank())?;
+        let len = idx.len();
+        let idx = from_rows(Tensor::from_vec(idx, len, &Device::Cpu).py()?, &rd, n, d, self.rank())?;
+        Ok((self.same(vals), PyTensor::new(idx, DType::I64)))
+    }
+}
+
+/// torch.unique over all elements: sorted values, and optionally the inverse map and counts.
+#[pyfunction]
+#[pyo3(signature = (input, sorted=true, return_inverse=false, return_counts=false, dim=None))]
+pub fn unique(py: Python<'_>, input: &PyTensor, sorted: bool, return_inverse: bool, return_counts: bool, dim: Option<i64>) -> PyResult<Py<PyAny>> {
+    let _ = sorted; // always sorted, as torch's CPU kernel returns it
+    if dim.is_some() {
+        return Err(pyo3::exceptions::PyNotImplementedError::new_err("unique(dim=...) is not supported by candle_bind yet"));
+    }
+    let (vals, inverse, counts) = with_key!(input.t.dtype(), T => {
+        let data = values::<T>(&input.t)?;
+        let order = sort_row(&data, false);
+        let mut uniq: Vec<T> = Vec::new();
+        let mut counts: Vec<i64> = Vec::new();
+        let mut inverse = vec![0i64; data.len()];
+        for &j in &order {
+            if uniq.last().is_none_or(|u| u.cmp_key(&data[j]) != Ordering::Equal) {
+                uniq.push(data[j]);
+                counts.push(0);
+            }
+            *counts.last_mut().unwrap_or(&mut 0) += 1;
+            inverse[j] = uniq.len() as i64 - 1;
+        }
+        let n = uniq.len();
+        Ok::<_, PyErr>((Tensor::from_vec(uniq, n, &Device::Cpu).py()?, inverse, counts))
+    })?;
+    let n = vals.elem_count();
+    let out = Py::new(py, input.same(vals))?.into_any();
+    if !return_inverse && !return_counts {
+        return Ok(out);
+    }
+    let mut parts = vec![out];
+    if return_inverse {
+        parts.push(Py::new(py, i64_tensor(inverse, input.dims())?)?.into_any());
+    }
+    if return_counts {
+        parts.push(Py::new(py, i64_tensor(counts, &[n])?)?.into_any());
+    }
+    Ok(PyTuple::new(py, parts)?.into_any().unbind())
+}
+
+/// torch.searchsorted: insertion points of `input` in the last dim of `sorted_sequence`.
+#[pyfunction]
+#[pyo3(signature = (sorted_sequence, input, *, out_int32=false, right=false, side=None, sorter=None))]
+pub fn searchsorted(
+    sorted_sequence: &PyTensor,
+    input: &Bound<'_, PyAny>,
+    out_int32: bool,
+    right: bool,
+    side: Option<&str>,
+    sorter: Option<&PyTensor>,
+) -> PyResult<PyTensor> {
+    let right = match side {
+        Some("right") => true,
+        Some("left") => {
+            if right {
+                return Err(runtime_err("torch.searchsorted(): side and right can't be set to opposites, got side of left while right was True"));
+            }
+            false
+        }
+        Some(s) => return Err(runtime_err(format!("torch.searchsorted(): side can only be 'left' or 'right' but got {s}"))),
+        None => right,
+    };
+    let seq = match sorter {
+        Some(s) => sorted_sequence.gather_impl(-1, s)?,
+        None => sorted_sequence.same(sorted_sequence.t.clone()),
+    };
+    let holder;
+    let inp: &PyTensor = match tensor_arg(input, "searchsorted(): input") {
+        Ok(t) => {
+            holder = PyTensor::new(t.t.clone(), t.dtype);
+            &holder
+        }
+        Err(_) => {
+            let s = Scalar::extract(input).ok_or_else(|| type_err("searchsorted(): input must be a Tensor or a number"))?;
+            holder = PyTensor::new(s.tensor(DType::default_for(s.kind()), &Device::Cpu)?, DType::default_for(s.kind()));
+            &holder
+        }
+    };
+    if seq.rank() == 0 {
+        return Err(runtime_err("torch.searchsorted(): boundaries tensor should have positive dimension"));
+    }
+    if seq.rank() > 1 && (inp.rank() != seq.rank() || inp.dims()[..inp.rank() - 1] != seq.dims()[..seq.rank() - 1]) {
+        return Err(runtime_err(format!(
+            "torch.searchsorted(): boundaries tensor should be 1 dimension or the first N-1 dimensions of boundaries tensor and input value tensor must match, but we got boundaries tensor {:?} and input value tensor {:?}",
+            seq.dims(),
+            inp.dims()
+        )));
+    }
+    let b = values::<f64>(&seq.t.to_dtype(candle_core::DType::F64).py()?)?;
+    let x = values::<f64>(&inp.t.to_dtype(candle_core::DType::F64).py()?)?;
+    let m = seq.dims()[seq.rank() - 1];
+    let per_row = if seq.rank() > 1 { inp.dims().last().copied().unwrap_or(1) } else { x.len().max(1) };
+    let out: Vec<i64> = x
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| {
+            let row = if seq.rank() > 1 { &b[(i / per_row) * m..(i / per_row + 1) * m] } else { &b[..] };
+            (if right { row.partition_point(|&e| e <= v) } else { row.partition_point(|&e| e < v) }) as i64
+        })
+        .collect();
+    let t = i64_tensor(out, inp.dims())?;
+    if out_int32 { Ok(PyTensor::new(cast(&t.t, DType::I64, DType::I32)?, DType::I32)) } else { Ok(t) }
+}
+
+/// torch.bucketize: searchsorted with the boundaries first (1-D) and the input's shape.
+#[pyfunction]
+#[pyo3(signature = (input, boundaries, *, out_int32=false, right=false))]
+pub fn bucketize(input: &Bound<'_, PyAny>, boundaries: &PyTensor, out_int32: bool, right: bool) -> PyResult<PyTensor> {
+    if boundaries.rank() != 1 {
+        return Err(runtime_err(format!("boundaries tensor must be 1 dimension, but got dim({})", boundaries.rank())));
+    }
+    searchsorted(boundaries, input, out_int32, right, None, None)
+}

@@ -1,0 +1,424 @@
+"""Indexing, assignment and in-place ops against live torch: every key form, view semantics, errors."""
+
+import numpy as np
+import pytest
+import torch
+
+import candle_bind as cb
+from conftest import DTYPES, assert_same, make, to_cb
+
+X = torch.arange(120.0).reshape(2, 3, 4, 5)
+
+
+def key_for_cb(key):
+    """The same key with torch tensors replaced by candle_bind tensors."""
+    conv = lambda k: to_cb(k) if isinstance(k, torch.Tensor) else k  # noqa: E731
+    return tuple(conv(k) for k in key) if isinstance(key, tuple) else conv(key)
+
+
+GET_KEYS = [
+    0, -1, (1, 2), (0, -1, 3, -5), slice(None), slice(1, None), (slice(None), -1), (Ellipsis, 1), (None, 0, Ellipsis, None),
+    (slice(None, None, 2), slice(1, None, 2)), (slice(5, 10),), (slice(-100, 100),), (Ellipsis,), (1, Ellipsis, 2),
+    [0, 1], [1, 0, 1], (slice(None), [0, 2]), (0, slice(None), [1, 2]), ([0, 1], slice(None), 0), ([[0], [1]], [0, 2]),
+    (slice(None), [0, 1], None, [1, 2]), (Ellipsis, [0, -1]), ([1, 0], [2, 1], [3, 0], [4, 1]), (True,), (False,),
+    (slice(None), slice(None), [True, False, True, False]), torch.tensor([1, 0]), torch.tensor(1), torch.tensor([[1], [0]]),
+    (torch.tensor([0, 1], dtype=torch.int32), 2), X > 60, (X[..., 0] > 50), (0, X[0, :, :, 0] > 30), ([], ),
+    (slice(None), torch.tensor([], dtype=torch.long)),
+]
+
+
+@pytest.mark.parametrize("key", GET_KEYS, ids=[str(i) for i in range(len(GET_KEYS))])
+def test_getitem_forms(key):
+    assert_same(to_cb(X)[key_for_cb(key)], X[key])
+
+
+@pytest.mark.parametrize("dtype", list(DTYPES))
+def test_getitem_dtypes_and_noncontiguous(dtype):
+    x = make((4, 6, 5), dtype)
+    xt = x.transpose(0, 2)
+    cx = to_cb(x).transpose(0, 2)
+    for key in [(1, slice(None, None, 2)), ([0, 4], 1), (slice(None), [2, 0]), (xt.float() > 0.5 if dtype != "bool" else xt)]:
+        assert_same(cx[key_for_cb(key)], xt[key])
+
+
+def test_basic_indexing_returns_views():
+    x = torch.zeros(3, 4)
+    cx = to_cb(x)
+    for key in [0, (slice(None), 1), (slice(1, 3), slice(None)), (None, Ellipsis, 2)]:
+        v, cv = x[key], cx[key]
+        v.fill_(float(v.numel()))
+        cv.fill_(float(cv.numel()))
+        assert_same(cx, x)
+    row = cx[1]
+    row += 1
+    x[1] += 1
+    assert_same(cx, x)
+    emb = to_cb(torch.randn(5, 3))
+    emb[2].fill_(0)  # nn.Embedding's padding_idx idiom
+    assert (emb[2] == 0).all()
+
+
+def set_both(x, key, value):
+    cx = to_cb(x)
+    cv = key_for_cb(value) if isinstance(value, torch.Tensor) else value
+    x = x.clone()
+    x[key] = value
+    cx[key_for_cb(key)] = cv
+    assert_same(cx, x)
+
+
+SET_CASES = [
+    ((slice(1, 4), slice(3, 5)), torch.arange(6.0).reshape(3, 2)),
+    ((slice(1, 4), slice(3, 5)), 7.5),
+    ((Ellipsis, -1), torch.tensor([1.0, 2, 3, 4, 5, 6])),
+    ((slice(None), [0, 2]), torch.zeros(6, 2)),
+    ((slice(None), [0, 2]), torch.tensor([9.0, 8.0])),
+    ([1, 3], torch.ones(1, 6)),
+    ((slice(None, None, 2), slice(1, None, 3)), -1),
+    (0, torch.arange(6.0)),
+    ((2, 3), torch.tensor(4.0)),
+    (([0, 1, 2], [5, 4, 3]), torch.tensor([1.0, 2.0, 3.0])),
+    ((None, 1), 3),
+    (Ellipsis, 0),
+    ((slice(None), slice(None)), torch.ones(1, 1, 6)),
+]
+
+
+@pytest.mark.parametrize("key,value", SET_CASES, ids=[str(i) for i in range(len(SET_CASES))])
+def test_setitem_forms(key, value):
+    set_both(make((6, 6), seed=3), key, value)
+
+
+def test_setitem_masks_and_sampling_idioms():
+    logits = make((4, 10), seed=5)
+    set_both(logits, logits > 1, float("-inf"))
+    v, _ = torch.topk(logits, 3)
+    set_both(logits, logits < v[:, [-1]], -float("inf"))
+    set_both(logits, logits < 0, torch.tensor(0.5))
+    mask = logits[:, 0] > 0
+    set_both(logits, mask, torch.zeros(10))
+    ints = make((3, 4), "int64")
+    set_both(ints, ints > 0, 100)
+    set_both(ints, ints > 0, 2.7)  # floats are truncated into int tensors, as torch
+
+
+@pytest.mark.parametrize("dtype", list(DTYPES))
+def test_setitem_every_dtype(dtype):
+    x = make((3, 4), dtype, seed=7)
+    set_both(x, (slice(None), 1), make((3,), dtype, seed=8))
+    set_both(x, (1, [0, 3]), 1)
+
+
+def test_setitem_aliasing_source():
+    x = torch.arange(10.0)
+    cx = to_cb(x)
+    x[1:] = x[:-1].clone()
+    cx[1:] = cx[:-1]
+    assert_same(cx, x)
+
+
+def test_setitem_on_transposed_and_kv_cache():
+    cache, ccache = torch.zeros(2, 8, 4), cb.zeros(2, 8, 4)
+    for pos in range(3):
+        k = make((2, 1, 4), seed=pos)
+        cache[:, pos : pos + 1] = k
+        ccache[:, pos : pos + 1] = to_cb(k)
+    assert_same(ccache, cache)
+    x = make((4, 5), seed=9)
+    xt, cxt = x.clone().t(), to_cb(x).t()
+    xt[1:3, ::2] = 0
+    cxt[1:3, ::2] = 0
+    assert_same(cxt, xt)
+
+
+INDEX_ERRORS = [
+    (lambda x: x[5], IndexError, "out of bounds"),
+    (lambda x: x[0, 0, 0], IndexError, "too many indices"),
+    (lambda x: x[..., ...], IndexError, "single ellipsis"),
+    (lambda x: x[cb.tensor([0.5])], IndexError, "must be long, int, byte or bool"),
+    (lambda x: x[cb.tensor([7])], IndexError, "out of bounds for dimension 0 with size 3"),
+    (lambda x: x[cb.ones(2, dtype=cb.bool)], IndexError, "shape of the mask"),
+    (lambda x: x[cb.tensor([0, 1]), cb.tensor([0, 1, 2])], IndexError, "shape mismatch"),
+    (lambda x: x["a"], IndexError, "valid indices"),
+    (lambda x: x[::-1], ValueError, "step must be greater than zero"),
+]
+
+
+@pytest.mark.parametrize("fn,exc,msg", INDEX_ERRORS, ids=[str(i) for i in range(len(INDEX_ERRORS))])
+def test_index_errors(fn, exc, msg):
+    with pytest.raises(exc, match=msg):
+        fn(cb.zeros(3, 4))
+
+
+def test_setitem_errors():
+    x = cb.zeros(3, 4)
+    with pytest.raises(RuntimeError, match="shape mismatch|must match"):
+        x[0] = cb.ones(3)
+    with pytest.raises(TypeError):
+        x[0] = "a"
+    with pytest.raises(RuntimeError, match="single memory location"):
+        cb.zeros(1, 4).expand(3, 4)[0, 0] = 1.0
+    with pytest.raises(IndexError):
+        x[3] = 1.0
+
+
+def both(fn, x, *args, **kwargs):
+    cx = to_cb(x)
+    x = x.clone()
+    r, cr = fn(x, *args, **kwargs), fn(cx, *[to_cb(a) if isinstance(a, torch.Tensor) else a for a in args], **kwargs)
+    assert cr is cx
+    assert_same(cx, x)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64", "int32"])
+def test_inplace_arithmetic(dtype):
+    x, y = make((3, 4), dtype, seed=1), make((4,), dtype, seed=2)
+    both(lambda a, b: a.add_(b), x, y)
+    both(lambda a, b: a.add_(b, alpha=2), x, y)
+    both(lambda a, b: a.sub_(b), x, y)
+    both(lambda a, b: a.mul_(b), x, y)
+    both(lambda a: a.mul_(3), x)
+    both(lambda a: a.clamp_(-1, 1), x)
+    both(lambda a: a.fill_(2), x)
+    both(lambda a: a.zero_(), x)
+    both(lambda a, b: a.copy_(b), x, y)
+    both(lambda a, b: a.copy_(b), x, y.double())
+    if dtype.startswith("float"):
+        both(lambda a, b: a.div_(b), x, y)
+        for name in ["exp_", "tanh_", "sigmoid_", "neg_", "abs_", "sqrt_", "relu_", "floor_"]:
+            both(lambda a: getattr(a, name)(), x.abs() if name == "sqrt_" else x)
+        both(lambda a: a.pow_(2), x)
+        both(lambda a, m: a.masked_fill_(m, -1.5), x, x > 0)
+
+
+def test_augmented_assignment():
+    for op in ["+=", "-=", "*=", "/=", "//=", "%="]:
+        x, cx = make((3, 4), seed=4), None
+        cx = to_cb(x)
+        ref, alias = x.clone(), cx
+        exec(f"ref {op} 1.5; cx {op} 1.5")
+        assert cx is alias
+        assert_same(cx, ref)
+    b = torch.tensor([True, False])
+    cbb = to_cb(b)
+    b |= torch.tensor([False, True])
+    cbb |= cb.tensor([False, True])
+    assert_same(cbb, b)
+
+
+def test_inplace_errors():
+    x = cb.ones(3, dtype=cb.int64)
+    with pytest.raises(RuntimeError, match="result type Float can't be cast to the desired output type Long"):
+        x += 1.5
+    with pytest.raises(RuntimeError, match="result type Float can't be cast"):
+        x.mul_(cb.ones(3))
+    with pytest.raises(RuntimeError):
+        cb.ones(3).add_(cb.ones(2, 3))
+    with pytest.raises(RuntimeError, match="0-dimension"):
+        cb.ones(3).fill_(cb.ones(2))
+
+
+def test_random_inplace_is_seeded():
+    cb.manual_seed(3)
+    a = cb.empty(1000).uniform_(-2, 2)
+    cb.manual_seed(3)
+    b = cb.empty(1000).uniform_(-2, 2)
+    assert (a == b).all() and a.min() >= -2 and a.max() <= 2
+    n = cb.empty(20000).normal_(1.0, 2.0)
+    assert abs(n.mean().item() - 1.0) < 0.1 and abs(n.std().item() - 2.0) < 0.1
+    p = cb.full((20000,), 0.3).bernoulli()
+    assert abs(p.mean().item() - 0.3) < 0.02
+    q = cb.empty(20000).bernoulli_(0.7)
+    assert abs(q.mean().item() - 0.7) < 0.02 and set(q.unique().tolist()) <= {0.0, 1.0}
+
+
+@pytest.mark.filterwarnings("ignore:The reduce argument")
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_gather_scatter(dim):
+    x = make((4, 5), seed=11)
+    idx = torch.randint(0, x.shape[dim], (3, 4) if dim == 0 else (4, 3), generator=torch.Generator().manual_seed(1))
+    assert_same(to_cb(x).gather(dim, to_cb(idx)), x.gather(dim, idx))
+    assert_same(cb.gather(to_cb(x), dim, to_cb(idx)), torch.gather(x, dim, idx))
+    src = make(idx.shape, seed=12)
+    perm = torch.stack([torch.randperm(x.shape[dim], generator=torch.Generator().manual_seed(i))[: idx.shape[dim]]
+                        for i in range(idx.shape[1 - (dim % 2)])], dim=1 - (dim % 2))
+    assert_same(to_cb(x).scatter(dim, to_cb(perm), to_cb(src)), x.scatter(dim, perm, src))
+    assert_same(to_cb(x).scatter(dim, to_cb(perm), 2.5), x.scatter(dim, perm, 2.5))
+    assert_same(to_cb(x).scatter_add(dim, to_cb(idx), to_cb(src)), x.scatter_add(dim, idx, src), atol=1e-5)
+    assert_same(to_cb(x).scatter(dim, to_cb(idx), to_cb(src), reduce="add"), x.scatter(dim, idx, src, reduce="add"), atol=1e-5)
+    both(lambda a, i, s: a.scatter_(dim, i, s), x, perm, src)
+    both(lambda a, i, s: a.scatter_add_(dim, i, s), x, idx, src)
+    assert_same(cb.take_along_dim(to_cb(x), to_cb(x.argsort(dim)), dim), torch.take_along_dim(x, x.argsort(dim), dim))
+    assert_same(cb.take_along_dim(to_cb(x), to_cb(idx.flatten())), torch.take_along_dim(x, idx.flatten()))
+
+
+def test_gather_errors():
+    x = cb.zeros(3, 4)
+    with pytest.raises(IndexError, match="out of bounds"):
+        x.gather(1, cb.tensor([[5]]))
+    with pytest.raises(RuntimeError, match="same number of dimensions"):
+        x.gather(1, cb.tensor([1]))
+    with pytest.raises(RuntimeError, match="int64"):
+        x.gather(1, cb.tensor([[0.0]]))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int64", "bool", "float16"])
+def test_index_ops(dtype):
+    x = make((5, 3), dtype, seed=13)
+    i = torch.tensor([4, 0, 2])
+    for d in [0, 1, -1]:
+        j = i[: x.shape[d]] % x.shape[d]
+        assert_same(to_cb(x).index_select(d, to_cb(j)), x.index_select(d, j))
+    src = make((3, 3), dtype, seed=14)
+    assert_same(to_cb(x).index_copy(0, to_cb(i), to_cb(src)), x.index_copy(0, i, src))
+    assert_same(to_cb(x).index_fill(1, to_cb(torch.tensor([0, 2])), 1), x.index_fill(1, torch.tensor([0, 2]), 1))
+    if dtype != "bool":
+        assert_same(to_cb(x).index_add(0, to_cb(i), to_cb(src)), x.index_add(0, i, src), atol=1e-2)
+        both(lambda a, ii, s: a.index_add_(0, ii, s, alpha=2), x, i, src)
+    mask = make((5, 3), "bool", seed=15)
+    assert_same(to_cb(x).masked_select(to_cb(mask)), x.masked_select(mask))
+    assert_same(to_cb(x).masked_fill(to_cb(mask), 1), x.masked_fill(mask, 1))
+    assert_same(to_cb(x).masked_fill(to_cb(mask[0]), 0), x.masked_fill(mask[0], 0))
+    assert_same(cb.nonzero(to_cb(x)), torch.nonzero(x))
+    assert_same(cb.argwhere(to_cb(x)), torch.argwhere(x))
+    for a, b in zip(cb.nonzero(to_cb(x), as_tuple=True), torch.nonzero(x, as_tuple=True)):
+        assert_same(a, b)
+    for a, b in zip(cb.where(to_cb(mask)), torch.where(mask)):
+        assert_same(a, b)
+
+
+def test_masked_fill_errors():
+    with pytest.raises(RuntimeError, match="boolean masks"):
+        cb.zeros(3).masked_fill(cb.ones(3), 1.0)
+    with pytest.raises(RuntimeError, match="0-dimensional"):
+        cb.zeros(3).masked_fill(cb.ones(3, dtype=cb.bool), cb.ones(2))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64", "int32", "uint8", "float16", "bfloat16"])
+@pytest.mark.parametrize("dim", [0, -1])
+@pytest.mark.parametrize("descending", [False, True])
+def test_sort_argsort(dtype, dim, descending):
+    x = torch.randperm(60, generator=torch.Generator().manual_seed(2)).reshape(6, 10).to(DTYPES[dtype][0])
+    v, i = to_cb(x).sort(dim, descending)
+    tv, ti = x.sort(dim, descending)
+    assert_same(v, tv)
+    assert_same(i, ti)
+    assert_same(to_cb(x).argsort(dim, descending=descending), x.argsort(dim, descending=descending))
+    assert_same(cb.sort(to_cb(x), dim=dim, descending=descending, stable=True).values, torch.sort(x, dim=dim, descending=descending, stable=True).values)
+
+
+def test_sort_nan_and_ties():
+    x = torch.tensor([3.0, float("nan"), 1.0, 3.0, -float("inf"), 1.0])
+    for desc in [False, True]:
+        assert_same(to_cb(x).sort(descending=desc, stable=True).values, x.sort(descending=desc, stable=True).values)
+        assert_same(to_cb(x).sort(descending=desc, stable=True).indices, x.sort(descending=desc, stable=True).indices)
+
+
+@pytest.mark.parametrize("k", [1, 5, 32000])
+@pytest.mark.parametrize("largest", [True, False])
+def test_topk(k, largest):
+    x = torch.randn(3, 32000, generator=torch.Generator().manual_seed(k))
+    r, tr = to_cb(x).topk(k, largest=largest), x.topk(k, largest=largest)
+    assert type(r).__name__ == "topk" and r._fields == ("values", "indices")
+    assert_same(r.values, tr.values)
+    # Equal values (ties) may come in either order; the indices must point at the values.
+    assert_same(to_cb(x).gather(-1, r.indices), tr.values)
+    if k <= 5:
+        assert_same(r.indices, tr.indices)
+    assert_same(cb.topk(to_cb(x.t()), 2, dim=0).values, torch.topk(x.t(), 2, dim=0).values)
+    with pytest.raises(RuntimeError, match="out of range"):
+        to_cb(x).topk(32001)
+
+
+def test_kthvalue():
+    x = torch.randperm(40, generator=torch.Generator().manual_seed(5)).reshape(5, 8).float()
+    for k, dim, keep in [(1, -1, False), (3, 0, True), (8, 1, False)]:
+        assert_same(to_cb(x).kthvalue(k, dim, keep), x.kthvalue(k, dim, keep))
+
+
+def test_multinomial():
+    probs = torch.softmax(torch.randn(4, 50, generator=torch.Generator().manual_seed(0)), -1)
+    cp = to_cb(probs)
+    cb.manual_seed(7)
+    a = cb.multinomial(cp, 5)
+    cb.manual_seed(7)
+    b = cp.multinomial(5)
+    assert a.shape == (4, 5) and a.dtype == cb.int64 and (a == b).all()
+    for row in a.tolist():  # without replacement: distinct
+        assert len(set(row)) == 5
+    one = cb.tensor([0.0, 0.0, 1.0, 0.0])
+    assert cb.multinomial(one, 3, replacement=True).tolist() == [2, 2, 2]
+    freq = cb.multinomial(cb.tensor([0.2, 0.8]), 20000, replacement=True).float().mean().item()
+    assert abs(freq - 0.8) < 0.02
+    with pytest.raises(RuntimeError, match="sum of probabilities"):
+        cb.multinomial(cb.zeros(2, 3), 1)
+    with pytest.raises(RuntimeError, match="without replacement"):
+        cb.multinomial(cb.ones(3), 4)
+    with pytest.raises(RuntimeError, match="not enough non-negative category"):
+        cb.multinomial(cb.tensor([0.0, 1.0, 1.0]), 3)
+    with pytest.raises(RuntimeError, match="inf"):
+        cb.multinomial(cb.tensor([-1.0, 1.0]), 1)
+
+
+@pytest.mark.parametrize("dtype", ["int64", "float32", "bool"])
+def test_unique(dtype):
+    x = make((4, 6), dtype, seed=21)
+    tu = torch.unique(x, return_inverse=True, return_counts=True)
+    cu = cb.unique(to_cb(x), return_inverse=True, return_counts=True)
+    assert_same(cu, tu)
+    assert_same(cb.unique(to_cb(x)), torch.unique(x))
+    assert_same(to_cb(x).unique() if hasattr(cb.Tensor, "unique") else cb.unique(to_cb(x)), torch.unique(x))
+
+
+@pytest.mark.parametrize("right", [False, True])
+def test_searchsorted_bucketize(right):
+    b = torch.tensor([1.0, 3, 5, 7, 9])
+    v = torch.tensor([[0.0, 3, 6], [7, 9.5, 1]])
+    assert_same(cb.searchsorted(to_cb(b), to_cb(v), right=right), torch.searchsorted(b, v, right=right))
+    assert_same(cb.searchsorted(to_cb(b), to_cb(v), side="right" if right else "left"), torch.searchsorted(b, v, side="right" if right else "left"))
+    assert_same(cb.searchsorted(to_cb(b), 5.0, right=right), torch.searchsorted(b, 5.0, right=right))
+    b2 = torch.tensor([[1.0, 3, 5], [2, 4, 6]])
+    assert_same(cb.searchsorted(to_cb(b2), to_cb(v), right=right), torch.searchsorted(b2, v, right=right))
+    assert_same(cb.searchsorted(to_cb(b), to_cb(v), out_int32=True), torch.searchsorted(b, v, out_int32=True))
+    assert_same(cb.bucketize(to_cb(v), to_cb(b), right=right), torch.bucketize(v, b, right=right))
+    with pytest.raises(RuntimeError, match="first N-1 dimensions"):
+        cb.searchsorted(to_cb(b2), cb.ones(3, 2))
+
+
+def test_bincount():
+    x = torch.tensor([0, 3, 1, 3, 3, 7])
+    w = torch.rand(6, generator=torch.Generator().manual_seed(0))
+    assert_same(cb.bincount(to_cb(x)), torch.bincount(x))
+    assert_same(cb.bincount(to_cb(x), minlength=10), torch.bincount(x, minlength=10))
+    assert_same(cb.bincount(to_cb(x), to_cb(w)), torch.bincount(x, w))
+    assert_same(cb.bincount(to_cb(x), to_cb(w.double())), torch.bincount(x, w.double()))
+    assert_same(cb.bincount(cb.tensor([], dtype=cb.int64)), torch.bincount(torch.tensor([], dtype=torch.long)))
+    with pytest.raises(RuntimeError, match="non-negative"):
+        cb.bincount(cb.tensor([-1, 2]))
+
+
+@pytest.mark.parametrize("dtype", list(DTYPES))
+def test_prod_every_dtype(dtype):
+    x = make((3, 4), dtype, low=-1.5, high=1.5, seed=30)
+    tol = 2e-2 if dtype in ("float16", "bfloat16") else 1e-3  # torch rounds half-precision partial products
+    assert_same(to_cb(x).prod(), x.prod(), atol=tol, rtol=tol)
+    assert_same(cb.prod(to_cb(x), 1), torch.prod(x, 1), atol=tol, rtol=tol)
+    assert_same(to_cb(x).prod(0, keepdim=True), x.prod(0, keepdim=True), atol=tol, rtol=tol)
+    if dtype not in ("bool",):
+        assert_same(to_cb(x).cumprod(1), x.cumprod(1), atol=tol, rtol=tol)
+
+
+@pytest.mark.parametrize("steps", [0, 1, 2, 7, 50])
+def test_linspace_logspace(steps):
+    assert_same(cb.linspace(-2, 3.5, steps), torch.linspace(-2, 3.5, steps))
+    assert_same(cb.linspace(0, 10, steps, dtype=cb.int64), torch.linspace(0, 10, steps, dtype=torch.int64))
+    assert_same(cb.logspace(-1, 2, steps), torch.logspace(-1, 2, steps), rtol=1e-5)
+    assert_same(cb.logspace(0, 3, steps, base=2), torch.logspace(0, 3, steps, base=2), rtol=1e-5)
+
+
+def test_numpy_sees_writes():
+    x = cb.zeros(2, 3)
+    a = x.numpy()
+    x[0, 1] = 5.0
+    assert a[0, 1] == 5.0
+    assert np.array_equal(a, x.numpy())
