@@ -57,7 +57,12 @@ static THREADS: AtomicUsize = AtomicUsize::new(0);
 /// Threads used by our kernels (the caller included).
 pub fn threads() -> usize {
     match THREADS.load(Ordering::Relaxed) {
-        0 => rayon::current_num_threads().max(1),
+        0 => {
+            // Default: what Candle's rayon pool uses (RAYON_NUM_THREADS, else the cores), read once.
+            let n = rayon::current_num_threads().max(1);
+            let _ = THREADS.compare_exchange(0, n, Ordering::Relaxed, Ordering::Relaxed);
+            THREADS.load(Ordering::Relaxed)
+        }
         n => n,
     }
 }

@@ -422,3 +422,31 @@ def test_numpy_sees_writes():
     x[0, 1] = 5.0
     assert a[0, 1] == 5.0
     assert np.array_equal(a, x.numpy())
+
+
+def test_inplace_self_aliasing_and_views():
+    x = make((4, 5), seed=40)
+    cx = to_cb(x)
+    ref = x.clone()
+    ref += ref
+    cx += cx
+    assert_same(cx, ref)
+    col, ccol = ref[:, 1], cx[:, 1]
+    ref.mul_(2)
+    cx.mul_(2)
+    assert_same(ccol, col)  # a view sees in-place updates of its base
+    t, ct = ref.t(), cx.t()
+    t.add_(1)
+    ct.add_(1)
+    assert_same(cx, ref)
+    big, cbig = make((300, 400), seed=41), None
+    cbig = to_cb(big)
+    big += torch.ones(400)
+    cbig += cb.ones(400)
+    assert_same(cbig, big)
+
+
+def test_masked_setitem_with_one_element_tensor():
+    x = make((3, 4), seed=42)
+    set_both(x, x > 0, torch.tensor([7.0]))
+    set_both(x, x > 0, torch.tensor(-2))

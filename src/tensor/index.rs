@@ -11,7 +11,7 @@ use candle_core::{Device, Storage, Tensor};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyEllipsis, PyList, PySlice, PySliceMethods, PyTuple};
 
-use super::inplace::{check_writable, for_each_offset, values_for, write_at};
+use super::inplace::{check_writable, for_each_offset, values_for, write, Dest};
 use super::{with_dtype, Operand, PyTensor, Scalar};
 use crate::error::{index_err, value_err, IntoPyResult};
 
@@ -256,6 +256,33 @@ fn adv_offsets(adv: &[Adv]) -> PyResult<(Vec<usize>, Vec<usize>)> {
     Ok((shape, offs))
 }
 
+/// A key that is one bool mask over all of `t`'s dims: the storage offsets of its true elements.
+fn full_mask_offsets(t: &Tensor, items: &[Item<'_>]) -> Option<Vec<usize>> {
+    let [Item::Mask(m, mdims)] = items else { return None };
+    if mdims.as_slice() != t.dims() || mdims.is_empty() {
+        return None;
+    }
+    let l = t.layout();
+    // Branch-free: every offset is stored, and the count advances only where the mask is set.
+    if l.is_contiguous() {
+        let (mut out, mut n, base) = (super::kernels::uninit_vec::<usize>(m.len() + 1), 0usize, l.start_offset());
+        for (i, &b) in m.iter().enumerate() {
+            out[n] = base + i;
+            n += (b != 0) as usize;
+        }
+        out.truncate(n);
+        return Some(out);
+    }
+    let (mut out, mut k, mut n) = (vec![0usize; m.len() + 1], 0, 0);
+    for_each_offset(l.dims(), l.stride(), l.start_offset(), |o| {
+        out[n] = o;
+        n += (m[k] != 0) as usize;
+        k += 1;
+    });
+    out.truncate(n);
+    Some(out)
+}
+
 impl Plan {
     /// The result's dims and the storage offset of each of its elements, in row-major order.
     fn offsets(&self) -> PyResult<(Vec<usize>, Vec<usize>)> {
@@ -299,7 +326,15 @@ fn gather_offsets(t: &Tensor, offsets: &[usize], dims: &[usize]) -> PyResult<Ten
 
 impl PyTensor {
     pub fn getitem(&self, key: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-        let p = plan(&self.t, parse_key(key)?)?;
+        let items = parse_key(key)?;
+        if !self.t.device().is_cpu() && !items.iter().all(|i| matches!(i, Item::Int(_) | Item::NewAxis | Item::Ellipsis | Item::Slice(_))) {
+            return Err(crate::error::runtime_err("advanced indexing is implemented for CPU tensors only so far"));
+        }
+        if let Some(offs) = full_mask_offsets(&self.t, &items) {
+            let n = offs.len();
+            return Ok(self.same(gather_offsets(&self.t, &offs, &[n])?));
+        }
+        let p = plan(&self.t, items)?;
         if p.view {
             let mut t = self.t.clone();
             for s in &p.steps {
@@ -313,15 +348,39 @@ impl PyTensor {
             return Ok(self.same(t));
         }
         let (dims, offs) = p.offsets()?;
-        let src = if self.t.device().is_cpu() { self.t.clone() } else { return Err(crate::error::runtime_err("advanced indexing is implemented for CPU tensors only so far")) };
-        Ok(self.same(gather_offsets(&src, &offs, &dims)?))
+        Ok(self.same(gather_offsets(&self.t, &offs, &dims)?))
     }
 
     pub fn setitem(&self, key: &Bound<'_, PyAny>, value: Operand<'_>) -> PyResult<()> {
         // Candle writes only into tensors without repeated (zero-stride) elements.
         check_writable(self.dims(), self.t.layout().stride())?;
-        let p = plan(&self.t, parse_key(key)?)?;
-        let (dims, offs) = p.offsets()?;
+        let items = parse_key(key)?;
+        // `x[mask] = v` with a mask over all of a contiguous x and one value: a single masked pass.
+        if let ([Item::Mask(m, mdims)], Operand::S(_) | Operand::T(PyTensor { .. })) = (items.as_slice(), value) {
+            let one = match value {
+                Operand::S(_) => true,
+                Operand::T(v) => v.numel() == 1 && v.rank() <= 1,
+            };
+            if one && mdims.as_slice() == self.dims() && !mdims.is_empty() && self.t.is_contiguous() {
+                let v = match value {
+                    Operand::S(s) => s.tensor(self.dtype, &Device::Cpu)?,
+                    Operand::T(v) => super::cast(&v.t, v.dtype, self.dtype)?.to_device(&Device::Cpu).py()?,
+                };
+                return write(&self.t, Dest::Masked(self.t.layout().start_offset(), m), &v);
+            }
+        }
+        let (dims, offs, p) = match full_mask_offsets(&self.t, &items) {
+            Some(offs) => (vec![offs.len()], offs, None),
+            None => {
+                let p = plan(&self.t, items)?;
+                if p.adv.is_empty() {
+                    (p.dims.clone(), vec![], Some(p))
+                } else {
+                    let (dims, offs) = p.offsets()?;
+                    (dims, offs, None)
+                }
+            }
+        };
         let values = match value {
             Operand::S(s) => s.tensor(self.dtype, &Device::Cpu)?,
             Operand::T(v) => {
@@ -331,7 +390,10 @@ impl PyTensor {
                 values_for(Operand::T(&v), &dims, self.dtype)?
             }
         };
-        write_at(&self.t, &offs, &values)
+        match &p {
+            Some(p) => write(&self.t, Dest::Strided(&p.dims, &p.strides, p.base), &values),
+            None => write(&self.t, Dest::At(&offs), &values),
+        }
     }
 }
 

@@ -128,42 +128,109 @@ pub fn values_for(src: Operand<'_>, dims: &[usize], dtype: DType) -> PyResult<Te
     t.broadcast_as(dims).py()?.contiguous().py()
 }
 
-/// Writes `values` (contiguous, `T`) to the storage offsets `offsets` of `dst`.
-pub fn write_at(dst: &Tensor, offsets: &[usize], values: &Tensor) -> PyResult<()> {
-    let values = values.contiguous().py()?;
-    let v = values.flatten_all().py()?;
+/// Where a write goes in a tensor's storage.
+pub enum Dest<'a> {
+    /// A strided view: dims, strides, storage offset of its first element.
+    Strided(&'a [usize], &'a [usize], usize),
+    /// Explicit storage offsets, one per value, row-major.
+    At(&'a [usize]),
+    /// The elements of a contiguous run starting at the offset where the mask is set (one value).
+    Masked(usize, &'a [u8]),
+}
+
+/// Writes `values` (row-major, `dst`'s dtype; one value broadcasts) to `dest` inside `dst`'s storage.
+pub fn write(dst: &Tensor, dest: Dest<'_>, values: &Tensor) -> PyResult<()> {
+    let v = values.flatten_all().py()?.contiguous().py()?;
     with_dtype!(dst.dtype(), T => {
+        if v.device().is_cpu() && storage_addr(&v) != storage_addr(dst) {
+            // Distinct storages: read the values in place while the destination is locked for writing.
+            let (sv, lv) = v.storage_and_layout();
+            let candle_core::Storage::Cpu(cv) = &*sv else { return Err(runtime_err("expected a CPU tensor")) };
+            let vals = &cv.as_slice::<T>().py()?[lv.start_offset()..lv.start_offset() + v.elem_count()];
+            return with_storage_mut(dst, |s, _| Ok(put(slice_mut::<T>(s)?, vals, &dest)));
+        }
+        // The values live in the storage we are about to lock for writing: copy them out first.
         let vals: Vec<T> = v.to_vec1::<T>().py()?;
-        with_storage_mut(dst, |s, _| {
-            let data = slice_mut::<T>(s)?;
-            if vals.len() == 1 {
-                offsets.iter().for_each(|&o| data[o] = vals[0]);
-            } else {
-                offsets.iter().zip(&vals).for_each(|(&o, &x)| data[o] = x);
-            }
-            Ok(())
-        })
+        with_storage_mut(dst, |s, _| Ok(put(slice_mut::<T>(s)?, &vals, &dest)))
     })
 }
 
-impl PyTensor {
-    /// The storage offsets of every element of this tensor, in row-major order (checked writable).
-    pub fn offsets(&self) -> PyResult<Vec<usize>> {
-        let l = self.t.layout();
-        check_writable(l.dims(), l.stride())?;
-        let mut out = Vec::with_capacity(self.numel());
-        for_each_offset(l.dims(), l.stride(), l.start_offset(), |o| out.push(o));
-        Ok(out)
+fn put<T: Copy>(data: &mut [T], vals: &[T], dest: &Dest<'_>) {
+    match *dest {
+        Dest::At(offsets) if vals.len() == 1 => offsets.iter().for_each(|&o| data[o] = vals[0]),
+        Dest::At(offsets) => offsets.iter().zip(vals).for_each(|(&o, &x)| data[o] = x),
+        Dest::Strided(dims, strides, base) => write_strided(data, dims, strides, base, vals),
+        Dest::Masked(base, mask) => {
+            // A select rather than a branch: the loop vectorises whatever the mask looks like.
+            let v = vals[0];
+            for (d, &m) in data[base..base + mask.len()].iter_mut().zip(mask) {
+                *d = if m != 0 { v } else { *d };
+            }
+        }
     }
+}
 
+/// The address of a CPU tensor's storage buffer (tells whether two tensors share memory).
+fn storage_addr(t: &Tensor) -> usize {
+    let (s, _) = t.storage_and_layout();
+    match &*s {
+        candle_core::Storage::Cpu(c) => with_dtype!(t.dtype(), T => Ok::<usize, PyErr>(c.as_slice::<T>().map_or(0, |x| x.as_ptr() as usize))).unwrap_or(0),
+        _ => 0,
+    }
+}
+
+/// Copies row-major `vals` (or broadcasts a single value) into a strided view of `data`.
+fn write_strided<T: Copy>(data: &mut [T], dims: &[usize], strides: &[usize], base: usize, vals: &[T]) {
+    let n: usize = dims.iter().product();
+    if n == 0 {
+        return;
+    }
+    // Merge dims the view walks contiguously, so most writes become slice copies.
+    let (mut cd, mut cs): (Vec<usize>, Vec<usize>) = (vec![], vec![]);
+    for (&d, &s) in dims.iter().zip(strides) {
+        if d == 1 {
+            continue;
+        }
+        match (cd.last_mut(), cs.last_mut()) {
+            (Some(ld), Some(ls)) if *ls == s * d => {
+                *ld *= d;
+                *ls = s;
+            }
+            _ => {
+                cd.push(d);
+                cs.push(s);
+            }
+        }
+    }
+    if cd.is_empty() {
+        cd.push(1);
+        cs.push(1);
+    }
+    let (inner, si) = (cd[cd.len() - 1], cs[cs.len() - 1]);
+    let outer = &cd[..cd.len() - 1];
+    let mut k = 0;
+    for_each_offset(outer, &cs[..cs.len() - 1], base, |o| {
+        let row = if vals.len() == 1 { None } else { Some(&vals[k..k + inner]) };
+        match (row, si) {
+            (Some(r), 1) => data[o..o + inner].copy_from_slice(r),
+            (Some(r), _) => r.iter().enumerate().for_each(|(j, &x)| data[o + j * si] = x),
+            (None, 1) => data[o..o + inner].fill(vals[0]),
+            (None, _) => (0..inner).for_each(|j| data[o + j * si] = vals[0]),
+        }
+        k += inner;
+    });
+}
+
+impl PyTensor {
     /// `self[...] = src` over the whole tensor: broadcast, cast to our dtype, written in place.
     pub fn assign(&self, src: Operand<'_>) -> PyResult<()> {
-        let offsets = self.offsets()?;
+        let l = self.t.layout();
+        check_writable(l.dims(), l.stride())?;
         let values = match src {
             Operand::S(s) => s.tensor(self.dtype, &candle_core::Device::Cpu)?,
             _ => values_for(src, self.dims(), self.dtype)?,
         };
-        write_at(&self.t, &offsets, &values)
+        write(&self.t, Dest::Strided(l.dims(), l.stride(), l.start_offset()), &values)
     }
 
     /// Writes an op's result into `self`, with torch's rule that the result type must cast to ours.
@@ -223,8 +290,7 @@ impl PyTensor {
         let src = src.borrow();
         super::broadcast_dims(slf.dims(), src.dims())?;
         // Read the source fully before taking the write lock: it may share our storage.
-        let values = values_for(Operand::T(&src), slf.dims(), slf.dtype)?;
-        write_at(&slf.t, &slf.offsets()?, &values)?;
+        slf.assign(Operand::T(&src))?;
         Ok(slf.into())
     }
 }
@@ -232,20 +298,78 @@ impl PyTensor {
 /// `x op= y`: the out-of-place result, checked castable to x's dtype and shape, written into x.
 fn update(x: &PyTensor, other: &Bound<'_, PyAny>, op: super::arith::BinOp, name: &str) -> PyResult<()> {
     let o = super::arith::operand(other, name)?;
+    if update_in_place(x, o.op(), op)? {
+        return Ok(());
+    }
     let r = super::arith::binary(x, o.op(), op, false)?;
     x.assign_result(&r, name)
+}
+
+/// The one-pass path of `x op= y` for float arithmetic on a contiguous CPU `x` whose dtype is the
+/// result's: `x[i] = x[i] op y[i]` straight in x's memory. False when it does not apply.
+fn update_in_place(x: &PyTensor, o: Operand<'_>, op: super::arith::BinOp) -> PyResult<bool> {
+    use super::arith::BinOp::*;
+    let fits = matches!(x.dtype, DType::F32 | DType::F64)
+        && matches!(op, Add | Sub | Mul | Div)
+        && x.t.device().is_cpu()
+        && x.t.is_contiguous()
+        && super::Promotion::default().tensor(x).operand(&o).result() == x.dtype;
+    if !fits {
+        return Ok(false);
+    }
+    let b = match o {
+        Operand::T(t) => {
+            if super::broadcast_dims(x.dims(), t.dims())?.as_slice() != x.dims() || !t.t.device().is_cpu() {
+                return Ok(false);
+            }
+            let b = cast(&t.t, t.dtype, x.dtype)?;
+            // Reading and writing the same memory (x += x) goes through a copy.
+            if storage_addr(&b) == storage_addr(&x.t) { b.copy().py()? } else { b }
+        }
+        Operand::S(s) => s.tensor(x.dtype, &candle_core::Device::Cpu)?,
+    };
+    let dims = x.dims().to_vec();
+    let n = x.numel();
+    fn run<T: WithDType>(x: &Tensor, b: &Tensor, dims: &[usize], n: usize, op: super::arith::BinOp) -> PyResult<()> {
+        let (sb, lb) = b.storage_and_layout();
+        let candle_core::Storage::Cpu(cb) = &*sb else { return Err(runtime_err("expected a CPU tensor")) };
+        let view = super::kernels::View::new(cb.as_slice::<T>().py()?, lb, dims);
+        with_storage_mut(x, |s, l| {
+            let out = &mut slice_mut::<T>(s)?[l.start_offset()..l.start_offset() + n];
+            match op {
+                super::arith::BinOp::Add => super::kernels::update(dims, out, view, |a, b| a + b),
+                super::arith::BinOp::Sub => super::kernels::update(dims, out, view, |a, b| a - b),
+                super::arith::BinOp::Mul => super::kernels::update(dims, out, view, |a, b| a * b),
+                _ => super::kernels::update(dims, out, view, |a, b| a / b),
+            }
+            Ok(())
+        })
+    }
+    match x.dtype {
+        DType::F32 => run::<f32>(&x.t, &b, &dims, n, op)?,
+        _ => run::<f64>(&x.t, &b, &dims, n, op)?,
+    }
+    Ok(true)
 }
 
 #[pymethods]
 impl PyTensor {
     #[pyo3(signature = (other, *, alpha=None))]
     fn add_<'py>(slf: PyRef<'py, Self>, other: &Bound<'_, PyAny>, alpha: Option<&Bound<'_, PyAny>>) -> PyResult<PyRef<'py, Self>> {
+        if alpha.is_none() {
+            update(&slf, other, super::arith::BinOp::Add, "add_")?;
+            return Ok(slf);
+        }
         let r = super::arith::add_sub(&slf, other, alpha, super::arith::BinOp::Add)?;
         slf.assign_result(&r, "add_")?;
         Ok(slf)
     }
     #[pyo3(signature = (other, *, alpha=None))]
     fn sub_<'py>(slf: PyRef<'py, Self>, other: &Bound<'_, PyAny>, alpha: Option<&Bound<'_, PyAny>>) -> PyResult<PyRef<'py, Self>> {
+        if alpha.is_none() {
+            update(&slf, other, super::arith::BinOp::Sub, "sub_")?;
+            return Ok(slf);
+        }
         let r = super::arith::add_sub(&slf, other, alpha, super::arith::BinOp::Sub)?;
         slf.assign_result(&r, "sub_")?;
         Ok(slf)

@@ -261,6 +261,55 @@ where
     run(numel, init, |start, out| binary_chunk(&cd, &a, &b, start, out, &f))
 }
 
+multiversion! {
+    /// `out[i] = f(out[i], b[i])` over flat positions `start..start+out.len()` (in-place ops).
+    fn update_chunk<T, F>(dims: &[usize], b: &View<'_, T>, start: usize, out: &mut [T], f: &F)
+    where [T: Copy, F: Fn(T, T) -> T]
+    {
+        let n = dims.len();
+        let inner = dims[n - 1];
+        let sb = b.strides[n - 1];
+        let (mut o, mut pos) = (0usize, start);
+        while o < out.len() {
+            let (outer, j) = (pos / inner, pos % inner);
+            let [ib] = row_offsets(dims, &[&b.strides], [b.offset], outer);
+            let len = (inner - j).min(out.len() - o);
+            let ib = ib + j * sb;
+            let dst = &mut out[o..o + len];
+            match sb {
+                1 => dst.iter_mut().zip(&b.data[ib..ib + len]).for_each(|(d, y)| *d = f(*d, *y)),
+                0 => {
+                    let y = b.data[ib];
+                    dst.iter_mut().for_each(|d| *d = f(*d, y));
+                }
+                _ => dst.iter_mut().enumerate().for_each(|(k, d)| *d = f(*d, b.data[ib + k * sb])),
+            }
+            o += len;
+            pos += len;
+        }
+    }
+}
+
+/// `out = f(out, b)` elementwise for a contiguous `out` of `dims` and `b` broadcast to them.
+pub fn update<T, F>(dims: &[usize], out: &mut [T], b: View<'_, T>, f: F)
+where
+    T: Copy + Send + Sync,
+    F: Fn(T, T) -> T + Sync,
+{
+    let numel = out.len();
+    let mut st = [b.strides.clone()];
+    let cd = coalesce(dims, &mut st);
+    let [s1] = st;
+    let b = View { strides: s1, ..b };
+    let threads = crate::pool::threads();
+    if numel >= PAR_THRESHOLD && threads > 1 {
+        let chunk = numel.div_ceil(4 * threads).clamp(4096, CHUNK).next_multiple_of(64);
+        crate::pool::chunks_mut(out, chunk, |i, c| update_chunk(&cd, &b, i * chunk, c, &f));
+    } else if numel > 0 {
+        update_chunk(&cd, &b, 0, out, &f);
+    }
+}
+
 pub fn ternary<C, T, U, F>(dims: &[usize], c: View<'_, C>, a: View<'_, T>, b: View<'_, T>, init: U, f: F) -> Vec<U>
 where
     C: Copy + Sync,

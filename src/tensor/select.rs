@@ -62,6 +62,128 @@ macro_rules! float_key {
 }
 float_key!(f32, f64, half::f16, half::bf16);
 
+/// An unsigned key with the same order as `Key` (NaN largest): sorting keys is much faster than
+/// comparing floats through a closure.
+pub trait OrdKey: Copy {
+    fn ord_key(self) -> u64;
+}
+impl OrdKey for u8 {
+    fn ord_key(self) -> u64 {
+        self as u64
+    }
+}
+impl OrdKey for i32 {
+    fn ord_key(self) -> u64 {
+        (self as u32 ^ 0x8000_0000) as u64
+    }
+}
+impl OrdKey for i64 {
+    fn ord_key(self) -> u64 {
+        self as u64 ^ (1 << 63)
+    }
+}
+impl OrdKey for f32 {
+    fn ord_key(self) -> u64 {
+        let b = if self.is_nan() { f32::NAN.to_bits() & 0x7fff_ffff | 0x7fc0_0000 } else { (self + 0.0).to_bits() };
+        (if b >> 31 == 1 { !b } else { b | 0x8000_0000 }) as u64
+    }
+}
+impl OrdKey for f64 {
+    fn ord_key(self) -> u64 {
+        let b = if self.is_nan() { 0x7ff8_0000_0000_0000 } else { (self + 0.0).to_bits() };
+        if b >> 63 == 1 { !b } else { b | (1 << 63) }
+    }
+}
+impl OrdKey for half::f16 {
+    fn ord_key(self) -> u64 {
+        self.to_f32().ord_key()
+    }
+}
+impl OrdKey for half::bf16 {
+    fn ord_key(self) -> u64 {
+        self.to_f32().ord_key()
+    }
+}
+
+/// Positions of one row in sorted order (stable: equal values keep their order; NaN largest).
+fn sorted_positions<T: OrdKey>(row: &[T], descending: bool) -> Vec<u32> {
+    let flip = if descending { u64::MAX } else { 0 };
+    if std::mem::size_of::<T>() <= 4 && row.len() <= u32::MAX as usize {
+        // Keys of 32 bits or less pack with the position into one u64: half the bytes to sort.
+        let flip = flip >> 32;
+        let mut keys: Vec<u64> = row.iter().enumerate().map(|(j, &x)| ((x.ord_key() ^ flip) << 32) | j as u64).collect();
+        if keys.len() > 512 {
+            radix_sort_high32(&mut keys);
+        } else {
+            keys.sort_unstable();
+        }
+        return keys.into_iter().map(|k| k as u32).collect();
+    }
+    let mut keys: Vec<(u64, u32)> = row.iter().enumerate().map(|(j, &x)| (x.ord_key() ^ flip, j as u32)).collect();
+    keys.sort_unstable();
+    keys.into_iter().map(|(_, j)| j).collect()
+}
+
+/// Stable LSD radix sort of `v` by its high 32 bits, a byte per pass (the low bits, positions, are
+/// already in order, so equal keys keep their order).
+fn radix_sort_high32(v: &mut Vec<u64>) {
+    let n = v.len();
+    // One pass for all four histograms.
+    let mut count = [[0usize; 256]; 4];
+    for &x in v.iter() {
+        for (p, c) in count.iter_mut().enumerate() {
+            c[((x >> (32 + 8 * p)) & 0xff) as usize] += 1;
+        }
+    }
+    let mut tmp = vec![0u64; n];
+    for (p, c) in count.iter().enumerate() {
+        if c.contains(&n) {
+            continue; // every key has the same byte here
+        }
+        let mut at = [0usize; 256];
+        for b in 1..256 {
+            at[b] = at[b - 1] + c[b - 1];
+        }
+        let shift = 32 + 8 * p;
+        for &x in v.iter() {
+            let b = ((x >> shift) & 0xff) as usize;
+            // SAFETY: `at[b]` stays below the end of bucket b, itself at most n (the counts sum to n).
+            unsafe { *tmp.get_unchecked_mut(*at.get_unchecked(b)) = x };
+            at[b] += 1;
+        }
+        std::mem::swap(v, &mut tmp);
+    }
+}
+
+/// The `k` best positions of one row (largest or smallest first; ties: lower position first).
+fn top_positions<T: OrdKey>(row: &[T], k: usize, largest: bool) -> Vec<u32> {
+    if k == 0 {
+        return vec![];
+    }
+    // Smaller transformed key = better, so the buffer keeps the k smallest (key, position) pairs.
+    let flip = if largest { u64::MAX } else { 0 };
+    let mut buf: Vec<(u64, u32)> = Vec::with_capacity(2 * k + 1);
+    // Positions only grow, so a later element equal to the current k-th key never displaces it.
+    let mut worst = u64::MAX;
+    let mut full = false;
+    for (j, &x) in row.iter().enumerate() {
+        let key = x.ord_key() ^ flip;
+        if full && key >= worst {
+            continue;
+        }
+        buf.push((key, j as u32));
+        if buf.len() >= 2 * k.max(16) {
+            buf.select_nth_unstable(k - 1);
+            buf.truncate(k);
+            worst = buf.iter().map(|e| e.0).max().unwrap_or(u64::MAX);
+            full = true;
+        }
+    }
+    buf.sort_unstable();
+    buf.truncate(k);
+    buf.into_iter().map(|(_, j)| j).collect()
+}
+
 /// `with_key!(candle_dtype, T => expr)`: like `with_dtype!`, with `T: Key`.
 macro_rules! with_key {
     ($dt:expr, $T:ident => $body:expr) => {
@@ -116,8 +238,9 @@ impl PyTensor {
                 )));
             }
         }
-        let src = self.t.to_device(&Device::Cpu).py()?.contiguous().py()?;
-        let st = contiguous_strides(src.dims());
+        // Read straight from the storage through self's layout: no copy of the input.
+        let src = self.t.to_device(&Device::Cpu).py()?;
+        let st: Vec<usize> = src.layout().stride().to_vec();
         let n = self.dims().get(d).copied().unwrap_or(1);
         let mut base_st = st.clone();
         if !base_st.is_empty() {
@@ -126,7 +249,7 @@ impl PyTensor {
         let mut offs = Vec::with_capacity(idx.len());
         let mut k = 0;
         let mut bad = None;
-        for_each_offset(index.dims(), &base_st, 0, |o| {
+        for_each_offset(index.dims(), &base_st, src.layout().start_offset(), |o| {
             match wrap(idx[k], n, d) {
                 Ok(i) => offs.push(o + i * st.get(d).copied().unwrap_or(1)),
                 Err(e) => {
@@ -139,10 +262,13 @@ impl PyTensor {
         if let Some(e) = bad {
             return Err(e);
         }
+        let (storage, _) = src.storage_and_layout();
+        let candle_core::Storage::Cpu(cpu) = &*storage else { return Err(runtime_err("expected a CPU tensor")) };
         let out = with_dtype!(src.dtype(), T => {
-            let data = values::<T>(&src)?;
+            let data = cpu.as_slice::<T>().py()?;
             Tensor::from_vec(offs.iter().map(|&o| data[o]).collect::<Vec<T>>(), index.dims(), &Device::Cpu).py()
         })?;
+        drop(storage);
         Ok(self.same(out))
     }
 
@@ -499,29 +625,8 @@ impl PyTensor {
         if k < 0 || k as usize > n {
             return Err(runtime_err(format!("selected index k out of range (k = {k}, size along dim {d} = {n})")));
         }
-        let k = k as usize;
-        let rows = rows_of(&self.t, d)?;
-        let (vals, idx) = with_dtype!(rows.dtype(), T => {
-            let data = values::<T>(&rows)?;
-            let (mut vo, mut io) = (Vec::with_capacity(data.len() / n.max(1) * k), Vec::new());
-            for row in data.chunks(n.max(1)) {
-                let cmp = |a: &usize, b: &usize| if largest { row[*b].cmp_key(&row[*a]) } else { row[*a].cmp_key(&row[*b]) }
-                    .then(a.cmp(b));
-                let mut order: Vec<usize> = (0..row.len()).collect();
-                if k < row.len() && k > 0 {
-                    order.select_nth_unstable_by(k - 1, cmp);
-                }
-                order.truncate(k);
-                order.sort_by(cmp);
-                vo.extend(order.iter().map(|&j| row[j]));
-                io.extend(order.iter().map(|&j| j as i64));
-            }
-            Ok::<_, PyErr>((Tensor::from_vec(vo, k * data.len() / n.max(1), &Device::Cpu).py()?, io))
-        })?;
-        let rd = rows.dims().to_vec();
-        let vals = from_rows(vals, &rd, k, d, self.rank())?;
-        let idx = from_rows(Tensor::from_vec(idx, vals.elem_count(), &Device::Cpu).py()?, &rd, k, d, self.rank())?;
-        values_indices(py, "topk", self.same(vals.to_dtype(self.t.dtype()).py()?), PyTensor::new(idx, DType::I64))
+        let (v, i) = self.order_rows(d, Order::Top(k as usize, largest))?;
+        values_indices(py, "topk", v, i)
     }
     #[pyo3(signature = (k, dim=-1, keepdim=false))]
     fn kthvalue(&self, py: Python<'_>, k: i64, dim: i64, keepdim: bool) -> PyResult<Py<PyAny>> {
@@ -682,25 +787,72 @@ impl PyTensor {
     }
 
     pub fn sort_impl(&self, dim: i64, descending: bool) -> PyResult<(PyTensor, PyTensor)> {
-        let d = norm_dim(dim, self.rank())?;
+        self.order_rows(norm_dim(dim, self.rank())?, Order::Sort(descending))
+    }
+
+    /// Sorts (or takes the top k of) every line along `d`, rows in parallel: (values, int64 positions).
+    fn order_rows(&self, d: usize, order: Order) -> PyResult<(PyTensor, PyTensor)> {
         let rows = rows_of(&self.t, d)?;
         let n = rows.dims().last().copied().unwrap_or(1);
-        let (vals, idx) = with_key!(rows.dtype(), T => {
-            let data = values::<T>(&rows)?;
-            let (mut vo, mut io) = (Vec::with_capacity(data.len()), Vec::with_capacity(data.len()));
-            for row in data.chunks(n.max(1)) {
-                let order = sort_row(row, descending);
-                vo.extend(order.iter().map(|&j| row[j]));
-                io.extend(order.iter().map(|&j| j as i64));
+        let k = match order {
+            Order::Sort(_) => n,
+            Order::Top(k, _) => k,
+        };
+        let nrows = if n == 0 { rows.elem_count() } else { rows.elem_count() / n };
+        let nrows = if n == 0 { rows.dims()[..rows.rank() - 1].iter().product() } else { nrows };
+        let mut idx = vec![0i64; nrows * k];
+        let rows = rows.to_device(&Device::Cpu).py()?;
+        let (storage, layout) = rows.storage_and_layout();
+        let candle_core::Storage::Cpu(cpu) = &*storage else { return Err(runtime_err("expected a CPU tensor")) };
+        let vals = with_dtype!(rows.dtype(), T => {
+            // `rows` is contiguous: read its lines straight from the storage.
+            let data = &cpu.as_slice::<T>().py()?[layout.start_offset()..layout.start_offset() + rows.elem_count()];
+            let mut vo = vec![T::from_f64(0.0); nrows * k];
+            if k > 0 {
+                let (vp, ip) = (SendPtr(vo.as_mut_ptr()), SendPtr(idx.as_mut_ptr()));
+                let work = |r: usize| {
+                    let row = &data[r * n..(r + 1) * n];
+                    let pos = match order {
+                        Order::Sort(desc) => sorted_positions(row, desc),
+                        Order::Top(k, largest) => top_positions(row, k, largest),
+                    };
+                    // SAFETY: row r owns outputs r*k..(r+1)*k; the vectors outlive the loop.
+                    let (vs, is) = unsafe { (std::slice::from_raw_parts_mut(vp.get().add(r * k), k), std::slice::from_raw_parts_mut(ip.get().add(r * k), k)) };
+                    for (j, &p) in pos.iter().enumerate() {
+                        vs[j] = row[p as usize];
+                        is[j] = p as i64;
+                    }
+                };
+                if nrows * n >= 16384 {
+                    crate::pool::for_each(nrows, &work);
+                } else {
+                    (0..nrows).for_each(work);
+                }
             }
-            let len = vo.len();
-            Ok::<_, PyErr>((Tensor::from_vec(vo, len, &Device::Cpu).py()?, io))
+            Tensor::from_vec(vo, nrows * k, &Device::Cpu).py()
         })?;
+        drop(storage);
         let rd = rows.dims().to_vec();
-        let vals = from_rows(vals, &rd, n, d, self.rank())?;
-        let len = idx.len();
-        let idx = from_rows(Tensor::from_vec(idx, len, &Device::Cpu).py()?, &rd, n, d, self.rank())?;
+        let vals = from_rows(vals, &rd, k, d, self.rank())?;
+        let idx = from_rows(Tensor::from_vec(idx, nrows * k, &Device::Cpu).py()?, &rd, k, d, self.rank())?;
         Ok((self.same(vals), PyTensor::new(idx, DType::I64)))
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Order {
+    Sort(bool),
+    Top(usize, bool),
+}
+
+#[derive(Clone, Copy)]
+struct SendPtr<T>(*mut T);
+// SAFETY: rows write disjoint ranges of the output (see `order_rows`).
+unsafe impl<T> Send for SendPtr<T> {}
+unsafe impl<T> Sync for SendPtr<T> {}
+impl<T> SendPtr<T> {
+    fn get(&self) -> *mut T {
+        self.0
     }
 }
 
