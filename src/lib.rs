@@ -3,6 +3,7 @@
 mod device;
 mod dtype;
 mod error;
+mod nn;
 mod pool;
 mod tensor;
 
@@ -50,6 +51,15 @@ mod candle_bind_c {
         arange, as_tensor, empty, empty_like, eye, full, full_like, manual_seed, ones, ones_like, rand, rand_like,
         randint, randn, randn_like, randperm, seed, tensor, zeros, zeros_like,
     };
+    #[pymodule_export]
+    use crate::nn::activation::{
+        elu, gelu, hardshrink, hardsigmoid, hardswish, leaky_relu, logsigmoid, mish, silu, snake, softplus,
+        softshrink, softsign, tanhshrink, threshold,
+    };
+    #[pymodule_export]
+    use crate::nn::conv::{conv, conv_transpose};
+    #[pymodule_export]
+    use crate::nn::pool::pool;
     #[pymodule_export]
     use crate::tensor::select::{bucketize, searchsorted, unique};
     #[pymodule_export]

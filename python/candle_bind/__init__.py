@@ -50,6 +50,7 @@ from ._C import bucketize, searchsorted, unique
 from ._size import Size
 from . import return_types
 from ._tensor import take_along_dim
+from . import nn  # noqa: E402
 
 __version__ = _C.__version__
 

@@ -318,7 +318,7 @@ pub(crate) fn operand<'py>(ob: &Bound<'py, PyAny>, op: &str) -> PyResult<Arg<'py
 // ---- unary math ----
 
 /// A float op: ints and bools compute in float32; half types compute in float32 and round back.
-fn float_unary<F32, F64, C>(x: &PyTensor, f32f: F32, f64f: F64, on_device: C) -> PyResult<PyTensor>
+pub(crate) fn float_unary<F32, F64, C>(x: &PyTensor, f32f: F32, f64f: F64, on_device: C) -> PyResult<PyTensor>
 where
     F32: Fn(f32) -> f32 + Sync + Send,
     F64: Fn(f64) -> f64 + Sync + Send,

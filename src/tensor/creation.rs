@@ -418,3 +418,28 @@ impl PyTensor {
         from_data(data, Some(dt), &dev)
     }
 }
+
+#[pymethods]
+impl PyTensor {
+    /// torch.Tensor(...): a tensor shares `Tensor(t)`'s memory (what `nn.Parameter(t)` builds on),
+    /// data gives float32, sizes give a float32 tensor of zeros, nothing gives an empty one.
+    #[new]
+    #[pyo3(signature = (*args, **kwargs))]
+    fn py_new(args: &Bound<'_, PyTuple>, kwargs: Option<&Bound<'_, pyo3::types::PyDict>>) -> PyResult<Self> {
+        let _ = kwargs;
+        if args.is_empty() {
+            return zeros_t(&[0], DType::F32, &Device::Cpu);
+        }
+        if args.len() == 1 {
+            let a = args.get_item(0)?;
+            if let Ok(t) = a.cast::<PyTensor>() {
+                let t = t.borrow();
+                return Ok(PyTensor::new(t.t.clone(), t.dtype));
+            }
+            if !a.is_instance_of::<pyo3::types::PyInt>() {
+                return from_data(&a, Some(DType::F32), &Device::Cpu);
+            }
+        }
+        zeros_t(&size_arg(args)?, DType::F32, &Device::Cpu)
+    }
+}

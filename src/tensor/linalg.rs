@@ -106,6 +106,11 @@ struct Dst<T>(*mut T);
 // SAFETY: every task writes a disjoint block of the buffer, which outlives the tasks.
 unsafe impl<T> Send for Dst<T> {}
 unsafe impl<T> Sync for Dst<T> {}
+impl<T> Dst<T> {
+    fn get(&self) -> *mut T {
+        self.0
+    }
+}
 
 fn run<T: Elem + candle_core::WithDType>(ta: &Tensor, tb: &Tensor, batch: &[usize]) -> pyo3::PyResult<Tensor> {
     let (m, k) = (ta.dims()[ta.rank() - 2], ta.dims()[ta.rank() - 1]);
@@ -169,6 +174,46 @@ fn run<T: Elem + candle_core::WithDType>(ta: &Tensor, tb: &Tensor, batch: &[usiz
     let mut dims = batch.to_vec();
     dims.extend([m, n]);
     Tensor::from_vec(out, dims, &Device::Cpu).py()
+}
+
+/// out (m×n) = a (m×k, row stride `lda`, column stride `cda`) · b (k×n row-major), threaded by size.
+/// For the kernels that build their own operands (convolution's im2col).
+#[allow(clippy::too_many_arguments)]
+pub fn gemm_slices<T: Elem>(m: usize, k: usize, n: usize, a: &[T], lda: usize, cda: usize, b: &[T], out: &mut [T]) {
+    if m == 0 || n == 0 {
+        return;
+    }
+    if k == 0 {
+        out.iter_mut().for_each(|o| *o = T::default());
+        return;
+    }
+    let macs = m * k * n;
+    let threads = crate::pool::threads();
+    let par = if macs >= GEMM_PARALLEL_MACS { gemm::Parallelism::Rayon(threads) } else { gemm::Parallelism::None };
+    let parts = if macs >= GEMM_PARALLEL_MACS { 1 } else { (macs / PART_MACS).clamp(1, threads) };
+    let dst = Dst(out.as_mut_ptr());
+    // Split the columns of the output over the threads (one gemm per block).
+    let step = n.div_ceil(parts).next_multiple_of(16).min(n);
+    let blocks: Vec<usize> = (0..n).step_by(step).collect();
+    let block = |&j: &usize| {
+        let w = step.min(n - j);
+        // SAFETY: a and b hold m×k and k×n elements at the given strides; each block writes its own
+        // columns j..j+w of every row of out.
+        unsafe {
+            gemm::gemm(
+                m, w, k,
+                dst.get().add(j), 1, n as isize, false,
+                a.as_ptr(), cda as isize, lda as isize,
+                b.as_ptr().add(j), 1, n as isize,
+                T::default(), <T as Elem>::one(), false, false, false, par,
+            )
+        }
+    };
+    if blocks.len() == 1 {
+        block(&blocks[0]);
+    } else {
+        crate::pool::for_each(blocks.len(), &|i| block(&blocks[i]));
+    }
 }
 
 /// dst[bi][rows, cols] = A[bi][rows, :] · B[bi][:, cols] through gemm (row-major dst of width `n`).

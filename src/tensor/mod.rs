@@ -26,11 +26,13 @@ pub struct PyTensor {
     pub dtype: DType,
     /// `.shape` as last handed out (models read it constantly); valid while the dims match.
     shape_cache: std::sync::OnceLock<(Vec<usize>, Py<PyAny>)>,
+    /// Recorded for torch's API (parameters report True); there is no autograd.
+    pub requires_grad: std::sync::atomic::AtomicBool,
 }
 
 impl PyTensor {
     pub fn new(t: Tensor, dtype: DType) -> Self {
-        PyTensor { t, dtype, shape_cache: Default::default() }
+        PyTensor { t, dtype, shape_cache: Default::default(), requires_grad: Default::default() }
     }
     /// Wraps a Candle tensor whose dtype is its logical dtype (U8 reads as uint8).
     pub fn wrap(t: Tensor) -> PyResult<Self> {

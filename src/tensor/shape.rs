@@ -194,13 +194,29 @@ impl PyTensor {
     }
     #[getter]
     fn requires_grad(&self) -> bool {
-        false
+        self.requires_grad.load(std::sync::atomic::Ordering::Relaxed)
     }
     #[setter]
     fn set_requires_grad(&self, value: bool) -> PyResult<()> {
         if value && !self.dtype.is_float() {
             return Err(runtime_err("only Tensors of floating point dtype can require gradients"));
         }
+        self.requires_grad.store(value, std::sync::atomic::Ordering::Relaxed);
+        Ok(())
+    }
+    /// The tensor's data as a tensor sharing its memory; assigning rebinds this tensor to new data
+    /// (what `Module.to()` and `param.data = ...` do).
+    #[getter]
+    fn data(&self) -> PyTensor {
+        self.same(self.t.clone())
+    }
+    #[setter]
+    fn set_data(&mut self, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        let v = value.cast::<PyTensor>().map_err(|_| crate::error::type_err("data must be a Tensor"))?;
+        // Borrowing fails only when value is this very tensor (mutably borrowed here): a no-op.
+        let Ok(v) = v.try_borrow() else { return Ok(()) };
+        self.t = v.t.clone();
+        self.dtype = v.dtype;
         Ok(())
     }
     #[pyo3(signature = (requires_grad=true))]

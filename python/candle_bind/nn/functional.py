@@ -1,0 +1,683 @@
+"""torch.nn.functional: argument handling as torch does it, compute in Rust (`candle_bind._C`)."""
+
+from __future__ import annotations
+
+import builtins
+import math
+from typing import Optional, Sequence
+
+from .. import _C
+from .._C import Tensor
+
+__all__ = [
+    "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool1d", "adaptive_max_pool2d",
+    "adaptive_max_pool3d", "alpha_dropout", "avg_pool1d", "avg_pool2d", "avg_pool3d", "bilinear", "celu", "channel_shuffle",
+    "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "cosine_similarity", "dropout",
+    "dropout1d", "dropout2d", "dropout3d", "elu", "embedding", "embedding_bag", "feature_alpha_dropout", "fold", "gelu", "glu",
+    "hardshrink", "hardsigmoid", "hardswish", "hardtanh", "leaky_relu", "linear", "log_softmax", "logsigmoid", "max_pool1d",
+    "max_pool2d", "max_pool3d", "mish", "normalize", "one_hot", "pad", "pairwise_distance", "pixel_shuffle", "pixel_unshuffle",
+    "prelu", "relu", "relu6", "rrelu", "selu", "sigmoid", "silu", "snake", "softmax", "softmin", "softplus", "softshrink",
+    "softsign", "tanh", "tanhshrink", "threshold", "unfold",
+]
+
+
+def _ntuple(x, n: int, name: str = "argument") -> tuple:
+    if isinstance(x, (list, tuple)):
+        if len(x) == 1:
+            return tuple(x) * n
+        if len(x) != n:
+            raise ValueError(f"{name} must be an int or a tuple of {n} ints, got {x}")
+        return tuple(int(v) for v in x)
+    return (int(x),) * n
+
+
+# ---------------------------------------------------------------------------------------- linear
+def linear(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
+    """y = x Wᵀ + b (the matmul reads Wᵀ in place; the bias add runs in the result's memory)."""
+    if input.dim() == 0 or weight.dim() not in (1, 2):
+        raise RuntimeError(f"linear(): expected input of at least 1 dim and a 1-D or 2-D weight, got {input.dim()}-D and {weight.dim()}-D")
+    out = input.matmul(weight.t()) if weight.dim() == 2 else input.matmul(weight)
+    if bias is not None:
+        out += bias
+    return out
+
+
+def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
+    """y_k = x1ᵀ W_k x2 + b_k over the last dims."""
+    if input1.shape[:-1] != input2.shape[:-1]:
+        raise RuntimeError(f"bilinear(): input batch dimensions do not match: got {input1.shape[:-1]} and {input2.shape[:-1]}")
+    lead = input1.shape[:-1]
+    x1 = input1.reshape(-1, input1.shape[-1])
+    x2 = input2.reshape(-1, input2.shape[-1])
+    out_f, in1, in2 = weight.shape
+    # (B, in1) @ (in1, out·in2) → (B, out, in2), then contract with x2.
+    t = (x1 @ weight.permute(1, 0, 2).reshape(in1, out_f * in2)).reshape(-1, out_f, in2)
+    out = (t * x2.unsqueeze(1)).sum(-1)
+    if bias is not None:
+        out = out + bias
+    return out.reshape(*lead, out_f)
+
+
+# ---------------------------------------------------------------------------------------- padding
+def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: Optional[float] = None) -> Tensor:
+    """torch.nn.functional.pad: pairs (left, right) from the last dim backwards; negative pads crop."""
+    if len(pad) % 2 != 0:
+        raise RuntimeError("Padding length must be divisible by 2")
+    npairs = len(pad) // 2
+    if npairs > input.dim():
+        raise RuntimeError("Padding length should be less than or equal to two times the input dimension "
+                           f"but got padding length {len(pad)} and input of dimension {input.dim()}")
+    pairs = [(int(pad[2 * i]), int(pad[2 * i + 1])) for i in range(npairs)]  # pairs[0] is the last dim
+    if mode == "constant":
+        fill = 0 if value is None else value
+        shape = list(input.shape)
+        src = [builtins.slice(None)] * input.dim()
+        dst = [builtins.slice(None)] * input.dim()
+        x = input
+        for i, (lo, hi) in enumerate(pairs):
+            d = input.dim() - 1 - i
+            n = shape[d]
+            new = n + lo + hi
+            if new < 0:
+                raise RuntimeError(f"The input size {n}, plus negative padding {lo} and {hi} resulted in a negative output size, which is invalid. Check dimension {d} of your input.")
+            shape[d] = new
+            # Crop for negative pads, place after the positive ones.
+            s0, s1 = max(-lo, 0), n - max(-hi, 0)
+            src[d] = builtins.slice(s0, max(s1, s0))
+            dst[d] = builtins.slice(max(lo, 0), max(lo, 0) + max(s1 - s0, 0))
+        out = _C.full(shape, fill, dtype=input.dtype, device=input.device)
+        out[tuple(dst)] = x[tuple(src)]
+        return out
+    if mode not in ("reflect", "replicate", "circular"):
+        raise NotImplementedError(f"Unrecognised padding mode {mode}")
+    if value is not None and value != 0:
+        raise ValueError(f'Padding mode "{mode}" doesn\'t take in value argument')
+    x = input
+    for i, (lo, hi) in enumerate(pairs):
+        d = input.dim() - 1 - i
+        n = x.shape[d]
+        if mode == "reflect" and (lo >= n or hi >= n):
+            raise RuntimeError(f"Argument #4: Padding size should be less than the corresponding input dimension, but got: padding ({lo}, {hi}) at dimension {d} of input {list(input.shape)}")
+        if mode == "circular" and (lo > n or hi > n):
+            raise RuntimeError("Padding value causes wrapping around more than once.")
+        idx = []
+        for j in range(-lo, n + hi):
+            if mode == "reflect":
+                k = abs(j)
+                k = 2 * (n - 1) - k if k >= n else k
+            elif mode == "replicate":
+                k = min(max(j, 0), n - 1)
+            else:
+                k = j % n
+            idx.append(k)
+        x = x.index_select(d, _C.tensor(idx, dtype=_C.int64))
+    return x
+
+
+# ---------------------------------------------------------------------------------------- convolution
+def _conv(input, weight, bias, stride, padding, dilation, groups, n: int, name: str):
+    batched = input.dim() == n + 2
+    if input.dim() not in (n + 1, n + 2):
+        raise RuntimeError(f"Expected {n + 1}D (unbatched) or {n + 2}D (batched) input to {name}, but got input of size: {list(input.shape)}")
+    x = input if batched else input.unsqueeze(0)
+    stride, dilation = _ntuple(stride, n, "stride"), _ntuple(dilation, n, "dilation")
+    k = tuple(weight.shape[2:])
+    if isinstance(padding, str):
+        if padding == "valid":
+            padding = (0,) * n
+        elif padding == "same":
+            if builtins.any(s != 1 for s in stride):
+                raise RuntimeError("padding='same' is not supported for strided convolutions")
+            total = [d * (kk - 1) for d, kk in zip(dilation, k)]
+            lo = [t // 2 for t in total]
+            if builtins.any(t % 2 for t in total):
+                pads = []
+                for t, l in reversed(list(zip(total, lo))):
+                    pads += [l, t - l]
+                x = pad(x, pads)
+                padding = (0,) * n
+            else:
+                padding = tuple(lo)
+        else:
+            raise ValueError(f"Invalid padding string {padding!r}, should be one of ['valid', 'same']")
+    padding = _ntuple(padding, n, "padding")
+    out = _C.conv(x, weight, bias, list(stride), list(padding), list(dilation), int(groups))
+    return out if batched else out.squeeze(0)
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    return _conv(input, weight, bias, stride, padding, dilation, groups, 1, "conv1d")
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    return _conv(input, weight, bias, stride, padding, dilation, groups, 2, "conv2d")
+
+
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    return _conv(input, weight, bias, stride, padding, dilation, groups, 3, "conv3d")
+
+
+def _conv_t(input, weight, bias, stride, padding, output_padding, groups, dilation, n: int, name: str):
+    batched = input.dim() == n + 2
+    if input.dim() not in (n + 1, n + 2):
+        raise RuntimeError(f"Expected {n + 1}D (unbatched) or {n + 2}D (batched) input to {name}, but got input of size: {list(input.shape)}")
+    x = input if batched else input.unsqueeze(0)
+    stride, padding = _ntuple(stride, n, "stride"), _ntuple(padding, n, "padding")
+    output_padding, dilation = _ntuple(output_padding, n, "output_padding"), _ntuple(dilation, n, "dilation")
+    for op, s, d in zip(output_padding, stride, dilation):
+        if op >= s and op >= d:
+            raise RuntimeError("output padding must be smaller than either stride or dilation")
+    out = _C.conv_transpose(x, weight, bias, list(stride), list(padding), list(output_padding), list(dilation), int(groups))
+    return out if batched else out.squeeze(0)
+
+
+def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    return _conv_t(input, weight, bias, stride, padding, output_padding, groups, dilation, 1, "conv_transpose1d")
+
+
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    return _conv_t(input, weight, bias, stride, padding, output_padding, groups, dilation, 2, "conv_transpose2d")
+
+
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    return _conv_t(input, weight, bias, stride, padding, output_padding, groups, dilation, 3, "conv_transpose3d")
+
+
+# ---------------------------------------------------------------------------------------- pooling
+def _pool_windows(length: int, k: int, s: int, p: int, d: int, ceil_mode: bool):
+    if p > (d * (k - 1) + 1) // 2 and p > k // 2:
+        raise RuntimeError(f"pad should be at most half of effective kernel size, but got pad={p}, kernel_size={k} and dilation={d}")
+    span = d * (k - 1) + 1
+    num = length + 2 * p - span
+    if num < 0:
+        raise RuntimeError(f"Given input size too small: output size would be negative (input {length}, kernel {k}, padding {p})")
+    out = (-(-num // s) if ceil_mode else num // s) + 1
+    if ceil_mode and (out - 1) * s >= length + p:
+        out -= 1
+    wins = []
+    for i in range(out):
+        start = i * s - p
+        padded = min(start + k, length + p) - start
+        wins.append((start, k, padded))
+    return wins
+
+
+def _pool(input, kind, n, kernel_size, stride, padding, dilation, ceil_mode, count_include_pad=True, divisor_override=None, name="pool"):
+    if input.dim() not in (n + 1, n + 2):
+        raise RuntimeError(f"{name}: Expected {n + 1}D or {n + 2}D input, but got input of size: {list(input.shape)}")
+    k = _ntuple(kernel_size, n, "kernel_size")
+    s = _ntuple(stride if stride is not None and stride != [] and stride != () else kernel_size, n, "stride")
+    p, d = _ntuple(padding, n, "padding"), _ntuple(dilation, n, "dilation")
+    if builtins.any(v <= 0 for v in k) or builtins.any(v <= 0 for v in s):
+        raise RuntimeError(f"{name}: kernel_size and stride must be greater than zero")
+    if divisor_override is not None and divisor_override == 0:
+        raise RuntimeError("divisor must be not zero")
+    spatial = input.shape[-n:]
+    wins = [_pool_windows(spatial[i], k[i], s[i], p[i], d[i], ceil_mode) for i in range(n)]
+    return _C.pool(input, kind, wins, list(d), count_include_pad, divisor_override)
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    out, idx = _pool(input, "max", 1, kernel_size, stride, padding, dilation, ceil_mode, name="max_pool1d")
+    return (out, idx) if return_indices else out
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    out, idx = _pool(input, "max", 2, kernel_size, stride, padding, dilation, ceil_mode, name="max_pool2d")
+    return (out, idx) if return_indices else out
+
+
+def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    out, idx = _pool(input, "max", 3, kernel_size, stride, padding, dilation, ceil_mode, name="max_pool3d")
+    return (out, idx) if return_indices else out
+
+
+max_pool1d_with_indices = lambda *a, **k: max_pool1d(*a, **{**k, "return_indices": True})  # noqa: E731
+max_pool2d_with_indices = lambda *a, **k: max_pool2d(*a, **{**k, "return_indices": True})  # noqa: E731
+max_pool3d_with_indices = lambda *a, **k: max_pool3d(*a, **{**k, "return_indices": True})  # noqa: E731
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+    return _pool(input, "avg", 1, kernel_size, stride, padding, 1, ceil_mode, count_include_pad, None, "avg_pool1d")[0]
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None):
+    return _pool(input, "avg", 2, kernel_size, stride, padding, 1, ceil_mode, count_include_pad, divisor_override, "avg_pool2d")[0]
+
+
+def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None):
+    return _pool(input, "avg", 3, kernel_size, stride, padding, 1, ceil_mode, count_include_pad, divisor_override, "avg_pool3d")[0]
+
+
+def _adaptive(input, kind, n, output_size, name):
+    if input.dim() not in (n + 1, n + 2):
+        raise RuntimeError(f"{name}: Expected {n + 1}D or {n + 2}D tensor, but got {list(input.shape)}")
+    spatial = input.shape[-n:]
+    sizes = _ntuple(output_size if output_size is not None else spatial, n, "output_size") if not isinstance(output_size, (list, tuple)) \
+        else tuple(spatial[i] if v is None else v for i, v in enumerate(_ntuple_none(output_size, n)))
+    wins = []
+    for L, o in zip(spatial, sizes):
+        if o < 0 or (o == 0 and L != 0):
+            raise RuntimeError(f"{name}: output_size must be positive, got {sizes}")
+        ws = []
+        for i in range(o):
+            start = (i * L) // o
+            end = -(-((i + 1) * L) // o)
+            ws.append((start, end - start, end - start))
+        wins.append(ws)
+    return _C.pool(input, kind, wins, [1] * n, False, None)
+
+
+def _ntuple_none(x, n):
+    if len(x) == 1:
+        return tuple(x) * n
+    if len(x) != n:
+        raise ValueError(f"output_size must have {n} elements, got {x}")
+    return tuple(x)
+
+
+def adaptive_avg_pool1d(input, output_size):
+    return _adaptive(input, "avg", 1, output_size, "adaptive_avg_pool1d")[0]
+
+
+def adaptive_avg_pool2d(input, output_size):
+    return _adaptive(input, "avg", 2, output_size, "adaptive_avg_pool2d")[0]
+
+
+def adaptive_avg_pool3d(input, output_size):
+    return _adaptive(input, "avg", 3, output_size, "adaptive_avg_pool3d")[0]
+
+
+def adaptive_max_pool1d(input, output_size, return_indices=False):
+    out, idx = _adaptive(input, "max", 1, output_size, "adaptive_max_pool1d")
+    return (out, idx) if return_indices else out
+
+
+def adaptive_max_pool2d(input, output_size, return_indices=False):
+    out, idx = _adaptive(input, "max", 2, output_size, "adaptive_max_pool2d")
+    return (out, idx) if return_indices else out
+
+
+def adaptive_max_pool3d(input, output_size, return_indices=False):
+    out, idx = _adaptive(input, "max", 3, output_size, "adaptive_max_pool3d")
+    return (out, idx) if return_indices else out
+
+
+def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    kw, kh = _ntuple(kernel_size, 2)
+    out = avg_pool2d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
+    return (out.sign() * relu(out.abs())).mul(kw * kh).pow(1.0 / norm_type)
+
+
+def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    out = avg_pool1d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
+    return (out.sign() * relu(out.abs())).mul(kernel_size).pow(1.0 / norm_type)
+
+
+# ---------------------------------------------------------------------------------------- activations
+def _maybe_inplace(input: Tensor, out: Tensor, inplace: bool) -> Tensor:
+    if inplace:
+        input.copy_(out)
+        return input
+    return out
+
+
+def relu(input, inplace=False):
+    return _maybe_inplace(input, input.relu(), inplace)
+
+
+def relu6(input, inplace=False):
+    return hardtanh(input, 0.0, 6.0, inplace)
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    if min_val > max_val:
+        raise ValueError("min_val cannot be greater than max_val")
+    return _maybe_inplace(input, input.clamp(min_val, max_val), inplace)
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    return _maybe_inplace(input, _C.leaky_relu(input, negative_slope), inplace)
+
+
+def elu(input, alpha=1.0, inplace=False):
+    return _maybe_inplace(input, _C.elu(input, alpha), inplace)
+
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def selu(input, inplace=False):
+    return _maybe_inplace(input, _C.elu(input, _SELU_ALPHA, _SELU_SCALE), inplace)
+
+
+def celu(input, alpha=1.0, inplace=False):
+    return _maybe_inplace(input, _C.elu(input, alpha, 1.0, 1.0 / alpha), inplace)
+
+
+def gelu(input, approximate="none"):
+    return _C.gelu(input, approximate)
+
+
+def silu(input, inplace=False):
+    return _maybe_inplace(input, _C.silu(input), inplace)
+
+
+def mish(input, inplace=False):
+    return _maybe_inplace(input, _C.mish(input), inplace)
+
+
+def sigmoid(input):
+    return input.sigmoid()
+
+
+def tanh(input):
+    return input.tanh()
+
+
+def hardsigmoid(input, inplace=False):
+    return _maybe_inplace(input, _C.hardsigmoid(input), inplace)
+
+
+def hardswish(input, inplace=False):
+    return _maybe_inplace(input, _C.hardswish(input), inplace)
+
+
+def softplus(input, beta=1.0, threshold=20.0):
+    return _C.softplus(input, beta, threshold)
+
+
+def softsign(input):
+    return _C.softsign(input)
+
+
+def logsigmoid(input):
+    return _C.logsigmoid(input)
+
+
+def tanhshrink(input):
+    return _C.tanhshrink(input)
+
+
+def softshrink(input, lambd=0.5):
+    if lambd < 0:
+        raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
+    return _C.softshrink(input, lambd)
+
+
+def hardshrink(input, lambd=0.5):
+    return _C.hardshrink(input, lambd)
+
+
+def threshold(input, threshold, value, inplace=False):
+    return _maybe_inplace(input, _C.threshold(input, threshold, value), inplace)
+
+
+def prelu(input, weight):
+    """max(0, x) + weight · min(0, x), weight broadcast over the channel dim (dim 1)."""
+    if weight.numel() != 1 and (input.dim() < 1 or weight.numel() != (input.shape[1] if input.dim() >= 2 else input.shape[0])):
+        raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found parameter numbers = {weight.numel()} and channel size = {input.shape[1] if input.dim() >= 2 else 1}.")
+    w = weight
+    if weight.numel() != 1 and input.dim() >= 2:
+        w = weight.reshape(-1, *([1] * (input.dim() - 2)))
+    return _C.where(input > 0, input, input * w)
+
+
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
+    if training:
+        a = _C.empty(*input.shape, dtype=input.dtype).uniform_(lower, upper)
+        return _maybe_inplace(input, _C.where(input >= 0, input, input * a), inplace)
+    return leaky_relu(input, (lower + upper) / 2, inplace)
+
+
+def glu(input, dim=-1):
+    if input.dim() == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    if input.shape[dim] % 2:
+        raise RuntimeError(f"Halving dimension must be even, but dimension {dim % input.dim()} is size {input.shape[dim]}")
+    a, b = input.chunk(2, dim)
+    return a * b.sigmoid()
+
+
+def _softmax_dim(ndim: int) -> int:
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def softmax(input, dim=None, _stacklevel=3, dtype=None):
+    if dim is None:
+        dim = _softmax_dim(input.dim())
+    return input.softmax(dim, dtype=dtype)
+
+
+def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
+    if dim is None:
+        dim = _softmax_dim(input.dim())
+    return input.log_softmax(dim, dtype=dtype)
+
+
+def softmin(input, dim=None, _stacklevel=3, dtype=None):
+    if dim is None:
+        dim = _softmax_dim(input.dim())
+    return (-input).softmax(dim, dtype=dtype)
+
+
+def snake(input, alpha):
+    """Snake activation (candle_bind addition, from audio codecs): x + sin²(αx)/(α + 1e-9)."""
+    return _C.snake(input, alpha)
+
+
+# ---------------------------------------------------------------------------------------- dropout
+def _check_p(p):
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+
+
+def dropout(input, p=0.5, training=True, inplace=False):
+    _check_p(p)
+    if not training or p == 0.0:
+        return input
+    if p == 1.0:
+        return _maybe_inplace(input, input * 0.0, inplace)
+    keep = _C.empty(*input.shape, dtype=input.dtype).bernoulli_(1 - p)
+    return _maybe_inplace(input, input * keep / (1 - p), inplace)
+
+
+def _feature_dropout(input, p, training, inplace, n, name):
+    _check_p(p)
+    if not training or p == 0.0:
+        return input
+    if input.dim() not in (n + 1, n + 2):
+        raise RuntimeError(f"{name}: Expected {n + 1}D or {n + 2}D input, but got input of size: {list(input.shape)}")
+    shape = list(input.shape[:-n]) + [1] * n
+    keep = _C.empty(*shape, dtype=input.dtype).bernoulli_(1 - p)
+    return _maybe_inplace(input, input * keep / (1 - p) if p < 1 else input * 0.0, inplace)
+
+
+def dropout1d(input, p=0.5, training=True, inplace=False):
+    return _feature_dropout(input, p, training, inplace, 1, "dropout1d")
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):
+    return _feature_dropout(input, p, training, inplace, 2, "dropout2d")
+
+
+def dropout3d(input, p=0.5, training=True, inplace=False):
+    return _feature_dropout(input, p, training, inplace, 3, "dropout3d")
+
+
+def alpha_dropout(input, p=0.5, training=False, inplace=False):
+    _check_p(p)
+    if not training or p == 0.0:
+        return input
+    alpha = -_SELU_ALPHA * _SELU_SCALE
+    keep = _C.empty(*input.shape, dtype=input.dtype).bernoulli_(1 - p)
+    a = ((1 - p) * (1 + p * alpha**2)) ** -0.5
+    b = -a * alpha * p
+    return _maybe_inplace(input, (input * keep + alpha * (1 - keep)) * a + b, inplace)
+
+
+def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
+    return alpha_dropout(input, p, training, inplace)
+
+
+# ---------------------------------------------------------------------------------------- sparse
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, sparse=False):
+    if input.is_floating_point():
+        raise RuntimeError("Expected tensor for argument #1 'indices' to have one of the following scalar types: Long, Int; but got a floating point tensor instead")
+    if max_norm is not None:
+        _embedding_renorm_(weight, input, max_norm, norm_type)
+    flat = input.reshape(-1)
+    return weight.index_select(0, flat).reshape(*input.shape, weight.shape[-1])
+
+
+def _embedding_renorm_(weight, input, max_norm, norm_type):
+    rows = _C.unique(input.reshape(-1))
+    sel = weight.index_select(0, rows)
+    norms = sel.norm(p=norm_type, dim=1, keepdim=True)
+    scale = _C.where(norms > max_norm, max_norm / (norms + 1e-7), _C.ones_like(norms))
+    weight.index_copy_(0, rows, sel * scale)
+
+
+def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False, mode="mean",
+                  sparse=False, per_sample_weights=None, include_last_offset=False, padding_idx=None):
+    if mode not in ("sum", "mean", "max"):
+        raise ValueError(f"mode has to be one of sum, mean or max, got {mode}")
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. per_sample_weights is only supported for mode='sum' (got mode='{mode}').")
+    if input.dim() == 2:
+        if offsets is not None:
+            raise ValueError("if input is 2D, then offsets has to be None")
+        bags = [input[i] for i in range(input.shape[0])]
+        psw = [per_sample_weights[i] for i in range(input.shape[0])] if per_sample_weights is not None else None
+    elif input.dim() == 1:
+        if offsets is None:
+            raise ValueError("offsets has to be a 1D Tensor but got None")
+        starts = offsets.tolist()
+        ends = starts[1:] + ([] if include_last_offset else [input.shape[0]])
+        if include_last_offset:
+            starts = starts[:-1]
+        bags = [input[s:e] for s, e in zip(starts, ends)]
+        psw = [per_sample_weights[s:e] for s, e in zip(starts, ends)] if per_sample_weights is not None else None
+    else:
+        raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension {input.dim()}")
+    if max_norm is not None:
+        _embedding_renorm_(weight, input, max_norm, norm_type)
+    outs = []
+    for i, bag in enumerate(bags):
+        if padding_idx is not None:
+            keep = bag != padding_idx
+            if psw is not None:
+                psw[i] = psw[i][keep]
+            bag = bag[keep]
+        if bag.numel() == 0:
+            outs.append(_C.zeros(weight.shape[1], dtype=weight.dtype))
+            continue
+        rows = weight.index_select(0, bag)
+        if psw is not None:
+            rows = rows * psw[i].unsqueeze(1)
+        outs.append(rows.sum(0) if mode == "sum" else rows.mean(0) if mode == "mean" else rows.amax(0))
+    return _C.stack(outs, 0) if outs else _C.zeros(0, weight.shape[1], dtype=weight.dtype)
+
+
+def one_hot(tensor, num_classes=-1):
+    if tensor.is_floating_point():
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    if num_classes == -1:
+        num_classes = int(tensor.max().item()) + 1 if tensor.numel() else 0
+    if tensor.numel() and (int(tensor.min().item()) < 0 or int(tensor.max().item()) >= num_classes):
+        raise RuntimeError("Class values must be smaller than num_classes." if tensor.numel() else "Class values must be non-negative.")
+    return (tensor.long().unsqueeze(-1) == _C.arange(num_classes)).long()
+
+
+# ---------------------------------------------------------------------------------------- shuffles, fold
+def pixel_shuffle(input, upscale_factor):
+    r = int(upscale_factor)
+    *lead, c, h, w = input.shape
+    if c % (r * r):
+        raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be divisible by the square of upscale_factor, but input.size(-3)={c} is not divisible by {r * r}")
+    n = len(lead)
+    x = input.reshape(*lead, c // (r * r), r, r, h, w)
+    x = x.permute(*range(n), n, n + 3, n + 1, n + 4, n + 2)
+    return x.reshape(*lead, c // (r * r), h * r, w * r)
+
+
+def pixel_unshuffle(input, downscale_factor):
+    r = int(downscale_factor)
+    *lead, c, h, w = input.shape
+    if h % r or w % r:
+        raise RuntimeError(f"pixel_unshuffle expects height and width to be divisible by downscale_factor, but got {h}x{w} and {r}")
+    n = len(lead)
+    x = input.reshape(*lead, c, h // r, r, w // r, r)
+    x = x.permute(*range(n), n, n + 2, n + 4, n + 1, n + 3)
+    return x.reshape(*lead, c * r * r, h // r, w // r)
+
+
+def channel_shuffle(input, groups):
+    n, c = input.shape[0], input.shape[1]
+    if c % groups:
+        raise RuntimeError(f"Number of channels must be divisible by groups. Got {c} channels and {groups} groups.")
+    rest = input.shape[2:]
+    return input.reshape(n, groups, c // groups, *rest).transpose(1, 2).reshape(n, c, *rest)
+
+
+def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
+    """im2col: (N, C, H, W) → (N, C·kh·kw, L)."""
+    if input.dim() not in (3, 4):
+        raise RuntimeError(f"Input Error: Only 3D or 4D input Tensors are supported (got {input.dim()}D)")
+    batched = input.dim() == 4
+    x = input if batched else input.unsqueeze(0)
+    (kh, kw), (dh, dw) = _ntuple(kernel_size, 2), _ntuple(dilation, 2)
+    (ph, pw), (sh, sw) = _ntuple(padding, 2), _ntuple(stride, 2)
+    x = pad(x, [pw, pw, ph, ph])
+    n, c, h, w = x.shape
+    oh, ow = (h - dh * (kh - 1) - 1) // sh + 1, (w - dw * (kw - 1) - 1) // sw + 1
+    if oh <= 0 or ow <= 0:
+        raise RuntimeError("Given input with spatial size too small for kernel_size, dilation, padding and stride")
+    patches = [x[:, :, i * dh: i * dh + sh * (oh - 1) + 1: sh, j * dw: j * dw + sw * (ow - 1) + 1: sw]
+               for i in range(kh) for j in range(kw)]
+    out = _C.stack(patches, 2).reshape(n, c * kh * kw, oh * ow)
+    return out if batched else out.squeeze(0)
+
+
+def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
+    """col2im: (N, C·kh·kw, L) → (N, C, H, W), overlapping patches summed."""
+    if input.dim() not in (2, 3):
+        raise RuntimeError(f"Input Error: Only unbatched (2D) or batched (3D) input Tensors are supported (got {input.dim()}D)")
+    batched = input.dim() == 3
+    x = input if batched else input.unsqueeze(0)
+    (H, W), (kh, kw) = _ntuple(output_size, 2), _ntuple(kernel_size, 2)
+    (dh, dw), (ph, pw), (sh, sw) = _ntuple(dilation, 2), _ntuple(padding, 2), _ntuple(stride, 2)
+    n, ckk, L = x.shape
+    if ckk % (kh * kw):
+        raise RuntimeError(f"Expected size of input's dimension 1 to be divisible by the product of kernel_size, but got input.size(1)={ckk} and kernel_size={(kh, kw)}")
+    c = ckk // (kh * kw)
+    hp, wp = H + 2 * ph, W + 2 * pw
+    oh, ow = (hp - dh * (kh - 1) - 1) // sh + 1, (wp - dw * (kw - 1) - 1) // sw + 1
+    if oh * ow != L:
+        raise RuntimeError(f"Given output_size={(H, W)}, kernel_size={(kh, kw)}, dilation={(dh, dw)}, padding={(ph, pw)}, stride={(sh, sw)}, expected size of input's dimension 2 to match the calculated number of sliding blocks {oh} * {ow} = {oh * ow}, but got input.size(2)={L}.")
+    cols = x.reshape(n, c, kh * kw, oh, ow)
+    out = _C.zeros(n, c, hp, wp, dtype=x.dtype)
+    for i in range(kh):
+        for j in range(kw):
+            key = (builtins.slice(None), builtins.slice(None),
+                   builtins.slice(i * dh, i * dh + sh * (oh - 1) + 1, sh), builtins.slice(j * dw, j * dw + sw * (ow - 1) + 1, sw))
+            out[key] = out[key] + cols[:, :, i * kw + j]
+    out = out[:, :, ph: ph + H, pw: pw + W]
+    return out if batched else out.squeeze(0)
+
+
+# ---------------------------------------------------------------------------------------- distances
+def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
+    denom = input.norm(p=p, dim=dim, keepdim=True).clamp_min(eps)
+    return input / denom
+
+
+def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    n1 = x1.norm(dim=dim).clamp_min(eps)
+    n2 = x2.norm(dim=dim).clamp_min(eps)
+    return (x1 * x2).sum(dim) / (n1 * n2)
+
+
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    return (x1 - x2 + eps).norm(p=p, dim=-1, keepdim=keepdim)

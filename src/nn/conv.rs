@@ -1,0 +1,254 @@
+//! Convolution and transposed convolution over 1-3 spatial dims, any stride/padding/dilation per
+//! dim and groups: im2col (or col2im) around one gemm per (batch, group). Candle's own conv takes a
+//! single stride/padding for all dims and no groups in its transposed form, so we do not use it.
+//! Padding here is symmetric zeros; other modes and asymmetric padding are applied by `F.pad` first.
+
+use candle_core::{Device, Tensor, WithDType};
+use pyo3::prelude::*;
+
+use crate::dtype::DType;
+use crate::error::{runtime_err, shape_err, IntoPyResult};
+use crate::tensor::linalg::{gemm_slices, Elem};
+use crate::tensor::PyTensor;
+
+/// Geometry of one convolution, spatial dims padded to 3 (leading ones).
+struct Geo {
+    len: [usize; 3],
+    k: [usize; 3],
+    out: [usize; 3],
+    stride: [usize; 3],
+    pad: [usize; 3],
+    dil: [usize; 3],
+}
+
+impl Geo {
+    fn kernel(&self) -> usize {
+        self.k.iter().product()
+    }
+    fn out_len(&self) -> usize {
+        self.out.iter().product()
+    }
+    fn in_len(&self) -> usize {
+        self.len.iter().product()
+    }
+    /// Calls f(kernel tap index, output position index, input position index) for every pair that
+    /// lands inside the input (taps over padding are skipped).
+    fn for_each_tap(&self, mut f: impl FnMut(usize, usize, usize)) {
+        let mut t = 0;
+        for a in 0..self.k[0] {
+            for b in 0..self.k[1] {
+                for c in 0..self.k[2] {
+                    let mut o = 0;
+                    for od in 0..self.out[0] {
+                        let d = (od * self.stride[0] + a * self.dil[0]) as i64 - self.pad[0] as i64;
+                        for oh in 0..self.out[1] {
+                            let h = (oh * self.stride[1] + b * self.dil[1]) as i64 - self.pad[1] as i64;
+                            for ow in 0..self.out[2] {
+                                let w = (ow * self.stride[2] + c * self.dil[2]) as i64 - self.pad[2] as i64;
+                                let inside = d >= 0 && h >= 0 && w >= 0 && (d as usize) < self.len[0] && (h as usize) < self.len[1] && (w as usize) < self.len[2];
+                                if inside {
+                                    f(t, o, (d as usize * self.len[1] + h as usize) * self.len[2] + w as usize);
+                                }
+                                o += 1;
+                            }
+                        }
+                    }
+                    t += 1;
+                }
+            }
+        }
+    }
+}
+
+fn pad3(v: &[usize], fill: usize) -> [usize; 3] {
+    let mut out = [fill; 3];
+    out[3 - v.len()..].copy_from_slice(v);
+    out
+}
+
+fn float_data<T: WithDType>(t: &Tensor) -> PyResult<Vec<T>> {
+    t.to_device(&Device::Cpu).py()?.to_dtype(T::DTYPE).py()?.flatten_all().py()?.to_vec1::<T>().py()
+}
+
+/// conv{1,2,3}d: input (N, C_in, *L), weight (C_out, C_in/groups, *k) → (N, C_out, *out).
+#[pyfunction]
+#[pyo3(signature = (input, weight, bias, stride, padding, dilation, groups))]
+pub fn conv(input: &PyTensor, weight: &PyTensor, bias: Option<&PyTensor>, stride: Vec<usize>, padding: Vec<usize>, dilation: Vec<usize>, groups: usize) -> PyResult<PyTensor> {
+    run(input, weight, bias, stride, padding, dilation, groups, None)
+}
+
+/// conv_transpose{1,2,3}d: input (N, C_in, *L), weight (C_in, C_out/groups, *k) → (N, C_out, *out).
+#[pyfunction]
+#[pyo3(signature = (input, weight, bias, stride, padding, output_padding, dilation, groups))]
+#[allow(clippy::too_many_arguments)]
+pub fn conv_transpose(
+    input: &PyTensor,
+    weight: &PyTensor,
+    bias: Option<&PyTensor>,
+    stride: Vec<usize>,
+    padding: Vec<usize>,
+    output_padding: Vec<usize>,
+    dilation: Vec<usize>,
+    groups: usize,
+) -> PyResult<PyTensor> {
+    run(input, weight, bias, stride, padding, dilation, groups, Some(output_padding))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run(
+    input: &PyTensor,
+    weight: &PyTensor,
+    bias: Option<&PyTensor>,
+    stride: Vec<usize>,
+    padding: Vec<usize>,
+    dilation: Vec<usize>,
+    groups: usize,
+    output_padding: Option<Vec<usize>>,
+) -> PyResult<PyTensor> {
+    let ns = input.rank().saturating_sub(2);
+    if !(1..=3).contains(&ns) || weight.rank() != ns + 2 || [stride.len(), padding.len(), dilation.len()] != [ns; 3] {
+        return Err(runtime_err(format!(
+            "conv: expected input (N, C, *spatial) with 1-3 spatial dims and a weight of the same rank, got {:?} and {:?}",
+            input.dims(),
+            weight.dims()
+        )));
+    }
+    if !input.dtype.is_float() || input.dtype != weight.dtype {
+        return Err(crate::error::dtype_err(format!(
+            "Input type ({}) and weight type ({}) should be the same floating point type",
+            input.dtype.title(),
+            weight.dtype.title()
+        )));
+    }
+    let (n, c_in) = (input.dims()[0], input.dims()[1]);
+    let wd = weight.dims();
+    let transposed = output_padding.is_some();
+    let (c_out, cin_g) = if transposed { (wd[1] * groups, wd[0] / groups) } else { (wd[0], wd[1]) };
+    let groups_ok = groups > 0 && c_in % groups == 0 && c_out % groups == 0;
+    let cin_ok = if transposed { wd[0] == c_in } else { cin_g * groups == c_in };
+    if !groups_ok || !cin_ok {
+        return Err(shape_err(format!(
+            "Given groups={groups}, weight of size {:?}, expected input{:?} to have {} channels, but got {c_in} channels instead",
+            wd,
+            input.dims(),
+            if transposed { wd[0] } else { wd[1] * groups }
+        )));
+    }
+    let len = pad3(&input.dims()[2..], 1);
+    let k = pad3(&wd[2..], 1);
+    let (s, p, d) = (pad3(&stride, 1), pad3(&padding, 0), pad3(&dilation, 1));
+    let op = pad3(output_padding.as_deref().unwrap_or(&[]), 0);
+    let mut out = [1usize; 3];
+    for i in 0..3 {
+        let span = d[i] * (k[i] - 1) + 1;
+        out[i] = if transposed {
+            ((len[i] as i64 - 1) * s[i] as i64 - 2 * p[i] as i64 + span as i64 + op[i] as i64).max(0) as usize
+        } else {
+            let padded = len[i] + 2 * p[i];
+            if padded < span {
+                return Err(runtime_err(format!(
+                    "Calculated padded input size per channel: ({}). Kernel size: ({}). Kernel size can't be greater than actual input size",
+                    padded, span
+                )));
+            }
+            (padded - span) / s[i] + 1
+        };
+    }
+    // For a transposed conv the roles swap: the geometry maps output taps back onto the input.
+    let geo = if transposed { Geo { len: out, k, out: len, stride: s, pad: p, dil: d } } else { Geo { len, k, out, stride: s, pad: p, dil: d } };
+    let compute = if input.dtype == DType::F64 { candle_core::DType::F64 } else { candle_core::DType::F32 };
+    let mut out_dims = vec![n, c_out];
+    out_dims.extend(&out[3 - ns..]);
+    fn typed<T: Elem + WithDType>(
+        input: &PyTensor, weight: &PyTensor, bias: Option<&PyTensor>, geo: &Geo, (n, c_in, c_out, groups): (usize, usize, usize, usize),
+        transposed: bool, out_dims: &[usize],
+    ) -> PyResult<Tensor> {
+        let x = float_data::<T>(&input.t)?;
+        let w = float_data::<T>(&weight.t)?;
+        let b = match bias { Some(b) => Some(float_data::<T>(&b.t)?), None => None };
+        if b.as_ref().is_some_and(|b| b.len() != c_out) {
+            return Err(shape_err(format!("bias should have {c_out} elements")));
+        }
+        let y = Python::attach(|py| py.detach(|| {
+            if transposed {
+                conv_t_impl::<T>(&x, &w, b.as_deref(), geo, n, c_in, c_out, groups)
+            } else {
+                conv_impl::<T>(&x, &w, b.as_deref(), geo, n, c_in, c_out, groups)
+            }
+        }));
+        Tensor::from_vec(y, out_dims, &Device::Cpu).py()
+    }
+    let shape = (n, c_in, c_out, groups);
+    let result = if compute == candle_core::DType::F64 {
+        typed::<f64>(input, weight, bias, &geo, shape, transposed, &out_dims)?
+    } else {
+        typed::<f32>(input, weight, bias, &geo, shape, transposed, &out_dims)?
+    };
+    let result = result.to_dtype(input.dtype.candle()).py()?.to_device(input.t.device()).py()?;
+    Ok(PyTensor::new(result, input.dtype))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn conv_impl<T: Elem + WithDType>(x: &[T], w: &[T], b: Option<&[T]>, g: &Geo, n: usize, c_in: usize, c_out: usize, groups: usize) -> Vec<T> {
+    let (kk, ol, il) = (g.kernel(), g.out_len(), g.in_len());
+    let (cin_g, cout_g) = (c_in / groups, c_out / groups);
+    let mut y = vec![T::default(); n * c_out * ol];
+    // A 1x1 kernel with stride 1 and no padding reads the input as it is: no im2col.
+    let direct = kk == 1 && g.stride == [1; 3] && g.pad == [0; 3];
+    let mut cols = if direct { vec![] } else { vec![T::default(); cin_g * kk * ol] };
+    for bi in 0..n {
+        for gi in 0..groups {
+            let xg = &x[(bi * c_in + gi * cin_g) * il..(bi * c_in + (gi + 1) * cin_g) * il];
+            let rhs: &[T] = if direct {
+                xg
+            } else {
+                cols.iter_mut().for_each(|v| *v = T::default());
+                for c in 0..cin_g {
+                    let plane = &xg[c * il..(c + 1) * il];
+                    let dst = &mut cols[c * kk * ol..(c + 1) * kk * ol];
+                    g.for_each_tap(|t, o, i| dst[t * ol + o] = plane[i]);
+                }
+                &cols
+            };
+            let wg = &w[gi * cout_g * cin_g * kk..(gi + 1) * cout_g * cin_g * kk];
+            let yg = &mut y[(bi * c_out + gi * cout_g) * ol..(bi * c_out + (gi + 1) * cout_g) * ol];
+            gemm_slices(cout_g, cin_g * kk, ol, wg, cin_g * kk, 1, rhs, yg);
+        }
+    }
+    add_bias(&mut y, b, c_out, ol);
+    y
+}
+
+#[allow(clippy::too_many_arguments)]
+fn conv_t_impl<T: Elem + WithDType>(x: &[T], w: &[T], b: Option<&[T]>, g: &Geo, n: usize, c_in: usize, c_out: usize, groups: usize) -> Vec<T> {
+    // Here g.len is the output grid and g.out the input grid (see `run`).
+    let (kk, il, ol) = (g.kernel(), g.out_len(), g.in_len());
+    let (cin_g, cout_g) = (c_in / groups, c_out / groups);
+    let mut y = vec![T::default(); n * c_out * ol];
+    let mut cols = vec![T::default(); cout_g * kk * il];
+    for bi in 0..n {
+        for gi in 0..groups {
+            let xg = &x[(bi * c_in + gi * cin_g) * il..(bi * c_in + (gi + 1) * cin_g) * il];
+            // cols (cout_g·k, L_in) = W_gᵀ · x_g, W_g being (cin_g, cout_g·k) row-major.
+            let wg = &w[gi * cin_g * cout_g * kk..(gi + 1) * cin_g * cout_g * kk];
+            gemm_slices(cout_g * kk, cin_g, il, wg, 1, cout_g * kk, xg, &mut cols);
+            let yg = &mut y[(bi * c_out + gi * cout_g) * ol..(bi * c_out + (gi + 1) * cout_g) * ol];
+            for co in 0..cout_g {
+                let src = &cols[co * kk * il..(co + 1) * kk * il];
+                let dst = &mut yg[co * ol..(co + 1) * ol];
+                g.for_each_tap(|t, i, o| dst[o] = dst[o] + src[t * il + i]);
+            }
+        }
+    }
+    add_bias(&mut y, b, c_out, ol);
+    y
+}
+
+fn add_bias<T: Elem>(y: &mut [T], b: Option<&[T]>, c_out: usize, ol: usize) {
+    if let Some(b) = b {
+        for (i, plane) in y.chunks_mut(ol.max(1)).enumerate() {
+            let v = b[i % c_out];
+            plane.iter_mut().for_each(|x| *x = *x + v);
+        }
+    }
+}

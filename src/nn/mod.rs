@@ -1,0 +1,6 @@
+//! Kernels behind `candle_bind.nn`: activations, pooling, convolution. The Python layer
+//! (`nn/functional.py`) checks arguments the way torch does and calls these.
+
+pub mod activation;
+pub mod conv;
+pub mod pool;

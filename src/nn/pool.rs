@@ -1,0 +1,148 @@
+//! Max and average pooling over 1-3 spatial dims, plain or adaptive: one kernel for all of them.
+//! The Python layer turns kernel/stride/padding/dilation/ceil_mode (or an adaptive output size) into
+//! a list of windows per spatial axis; this walks them for every (batch, channel) plane in parallel.
+
+use candle_core::{Device, Tensor, WithDType};
+use pyo3::prelude::*;
+
+use crate::dtype::DType;
+use crate::error::{runtime_err, IntoPyResult};
+use crate::tensor::PyTensor;
+
+/// One window along one axis: first tap (may be negative: padding), number of taps, and the taps
+/// that fall inside the padded input (the divisor of `count_include_pad`).
+type Window = (i64, usize, usize);
+
+struct Axes {
+    len: [usize; 3],
+    windows: [Vec<Window>; 3],
+    dilation: [usize; 3],
+}
+
+fn pool_plane<T: WithDType>(plane: &[T], ax: &Axes, max: bool, divisor: Option<f64>, count_pad: bool, out: &mut [T], idx: &mut [i64]) {
+    let [ld, lh, lw] = ax.len;
+    let [dd, dh, dw] = ax.dilation;
+    let mut o = 0;
+    for &(sd, nd, pd) in &ax.windows[0] {
+        for &(sh, nh, ph) in &ax.windows[1] {
+            for &(sw, nw, pw) in &ax.windows[2] {
+                let (mut best, mut arg, mut sum, mut count) = (f64::NEG_INFINITY, -1i64, 0f64, 0usize);
+                for a in 0..nd {
+                    let d = sd + (a * dd) as i64;
+                    if d < 0 || d >= ld as i64 {
+                        continue;
+                    }
+                    for b in 0..nh {
+                        let h = sh + (b * dh) as i64;
+                        if h < 0 || h >= lh as i64 {
+                            continue;
+                        }
+                        let row = (d as usize * lh + h as usize) * lw;
+                        for c in 0..nw {
+                            let w = sw + (c * dw) as i64;
+                            if w < 0 || w >= lw as i64 {
+                                continue;
+                            }
+                            let v = plane[row + w as usize].to_f64();
+                            if max {
+                                // The first NaN wins and stays, as in torch.
+                                if arg < 0 || v > best || (v.is_nan() && !best.is_nan()) {
+                                    best = v;
+                                    arg = (row + w as usize) as i64;
+                                }
+                            } else {
+                                sum += v;
+                                count += 1;
+                            }
+                        }
+                    }
+                }
+                out[o] = T::from_f64(if max {
+                    best
+                } else {
+                    let div = divisor.unwrap_or(if count_pad { (pd * ph * pw) as f64 } else { count as f64 });
+                    sum / div
+                });
+                if max {
+                    idx[o] = arg;
+                }
+                o += 1;
+            }
+        }
+    }
+}
+
+/// `kind` "max" or "avg" over `input` (N?, C, *spatial) with the given windows per spatial axis.
+/// Returns the pooled tensor and, for max, the flat spatial index of each maximum.
+#[pyfunction]
+#[pyo3(signature = (input, kind, windows, dilation, count_include_pad=true, divisor_override=None))]
+pub fn pool(
+    input: &PyTensor,
+    kind: &str,
+    windows: Vec<Vec<Window>>,
+    dilation: Vec<usize>,
+    count_include_pad: bool,
+    divisor_override: Option<i64>,
+) -> PyResult<(PyTensor, Option<PyTensor>)> {
+    let k = windows.len();
+    if !(1..=3).contains(&k) || dilation.len() != k || input.rank() < k + 1 {
+        return Err(runtime_err("pool: expected 1 to 3 spatial dims after the channel dim"));
+    }
+    if !input.dtype.is_float() {
+        return Err(runtime_err(format!("\"{kind}_pool\" not implemented for '{}'", input.dtype.title())));
+    }
+    let max = kind == "max";
+    let dims = input.dims();
+    let spatial = &dims[dims.len() - k..];
+    let planes: usize = dims[..dims.len() - k].iter().product();
+    let pad = 3 - k;
+    let mut len = [1usize; 3];
+    let mut dil = [1usize; 3];
+    let mut win: [Vec<Window>; 3] = [vec![(0, 1, 1)], vec![(0, 1, 1)], vec![(0, 1, 1)]];
+    for i in 0..k {
+        len[pad + i] = spatial[i];
+        dil[pad + i] = dilation[i];
+        win[pad + i] = windows[i].clone();
+    }
+    let ax = Axes { len, windows: win, dilation: dil };
+    let out_sp: Vec<usize> = windows.iter().map(|w| w.len()).collect();
+    let per_out: usize = out_sp.iter().product();
+    let per_in: usize = spatial.iter().product();
+    let mut out_dims = dims[..dims.len() - k].to_vec();
+    out_dims.extend(&out_sp);
+    let compute = if matches!(input.dtype, DType::F64) { candle_core::DType::F64 } else { candle_core::DType::F32 };
+    let x = input.t.to_device(&Device::Cpu).py()?.to_dtype(compute).py()?.contiguous().py()?;
+    let divisor = divisor_override.map(|d| d as f64);
+    let mut idx = vec![0i64; if max { planes * per_out } else { 0 }];
+    let out = crate::with_dtype!(compute, T => {
+        let data = x.flatten_all().py()?.to_vec1::<T>().py()?;
+        let mut out = vec![T::from_f64(0.0); planes * per_out];
+        let (op, ip) = (Ptr(out.as_mut_ptr()), Ptr(idx.as_mut_ptr()));
+        let work = |p: usize| {
+            // SAFETY: plane p writes only its own output block; the buffers outlive the loop.
+            let o = unsafe { std::slice::from_raw_parts_mut(op.get().add(p * per_out), per_out) };
+            let i: &mut [i64] = if max { unsafe { std::slice::from_raw_parts_mut(ip.get().add(p * per_out), per_out) } } else { &mut [] };
+            pool_plane(&data[p * per_in..(p + 1) * per_in], &ax, max, divisor, count_include_pad, o, i);
+        };
+        Python::attach(|py| py.detach(|| crate::pool::for_each(planes, &work)));
+        Tensor::from_vec(out, out_dims.as_slice(), &Device::Cpu).py()
+    })?;
+    let out = out.to_dtype(input.dtype.candle()).py()?.to_device(input.t.device()).py()?;
+    let indices = if max {
+        Some(PyTensor::new(Tensor::from_vec(idx, out_dims.as_slice(), input.t.device()).py()?, DType::I64))
+    } else {
+        None
+    };
+    Ok((PyTensor::new(out, input.dtype), indices))
+}
+
+#[derive(Clone, Copy)]
+struct Ptr<T>(*mut T);
+// SAFETY: planes write disjoint blocks of the output buffers.
+unsafe impl<T> Send for Ptr<T> {}
+unsafe impl<T> Sync for Ptr<T> {}
+impl<T> Ptr<T> {
+    fn get(&self) -> *mut T {
+        self.0
+    }
+}
