@@ -85,3 +85,17 @@ def make(shape, dtype="float32", low=-3.0, high=3.0, seed=0):
 def _seed():
     torch.manual_seed(0)
     cb.manual_seed(0)
+
+
+def check_layer(torch_layer, our_layer, *inputs, atol=1e-5, rtol=1e-4, train=False):
+    """Copies the torch layer's state_dict into ours (checking key names), runs both on the same
+    inputs and compares every output (tuples element-wise)."""
+    missing = our_layer.load_state_dict(torch_layer.state_dict())
+    assert missing.missing_keys == [] and missing.unexpected_keys == []
+    torch_layer.train(train)
+    our_layer.train(train)
+    with torch.no_grad():
+        ref = torch_layer(*inputs)
+    ours = our_layer(*[to_cb(x) if isinstance(x, torch.Tensor) else x for x in inputs])
+    assert_same(ours, ref, atol=atol, rtol=rtol)
+    return ours, ref

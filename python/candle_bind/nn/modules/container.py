@@ -9,7 +9,7 @@ from typing import Any, Iterable, Iterator, Mapping
 
 from ..._C import Tensor
 from ..parameter import Parameter
-from .module import Module
+from .module import Module, _addindent
 
 __all__ = ["Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"]
 
@@ -148,9 +148,21 @@ class ModuleList(Module):
         raise ValueError(f"{module} is not in list")
 
     def __repr__(self) -> str:
-        if not self._modules:
+        """torch's form: runs of identical children print once as `(0-2): 3 x Block(...)`."""
+        reprs = [repr(m) for m in self]
+        if not reprs:
             return self._get_name() + "()"
-        return super().__repr__()
+        runs = [[0, 0, reprs[0]]]
+        for i, r in enumerate(reprs[1:], 1):
+            if r == runs[-1][2]:
+                runs[-1][1] = i
+            else:
+                runs.append([i, i, r])
+        lines = []
+        for start, end, r in runs:
+            head = f"({start}): " if start == end else f"({start}-{end}): {end - start + 1} x "
+            lines.append(_addindent(head + r, 2))
+        return self._get_name() + "(\n  " + "\n  ".join(lines) + "\n)"
 
 
 class ModuleDict(Module):
@@ -299,3 +311,22 @@ class ParameterDict(Module):
         items = parameters.items() if hasattr(parameters, "items") else parameters
         for key, value in items:
             self[key] = value
+
+    def extra_repr(self) -> str:
+        lines = []
+        for k, p in self.items():
+            if isinstance(p, Tensor):
+                size_str = "x".join(str(size) for size in p.size())
+                kind = "Parameter" if isinstance(p, Parameter) else "Tensor"
+                lines.append(f"  ({k}): {kind} containing: [torch.{_TYPENAMES[repr(p.dtype)]} of size {size_str}]")
+            else:
+                lines.append(f"  ({k}): Object of type: {type(p).__name__}")
+        return "\n".join(lines)
+
+
+# torch.typename of a CPU tensor per dtype, as ParameterDict prints it.
+_TYPENAMES = {
+    "torch.float32": "FloatTensor", "torch.float64": "DoubleTensor", "torch.float16": "HalfTensor",
+    "torch.bfloat16": "BFloat16Tensor", "torch.int64": "LongTensor", "torch.int32": "IntTensor",
+    "torch.uint8": "ByteTensor", "torch.bool": "BoolTensor",
+}
