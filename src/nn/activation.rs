@@ -3,7 +3,7 @@
 use pyo3::prelude::*;
 
 use crate::tensor::arith::float_unary;
-use crate::tensor::kernels::{erf_f32, exp_f32, tanh_f32};
+use crate::tensor::kernels::{erf_f32, exp_f32, ln_pos_f32, tanh_f32};
 use crate::tensor::PyTensor;
 
 fn unsupported(_: &candle_core::Tensor) -> candle_core::Result<candle_core::Tensor> {
@@ -14,50 +14,116 @@ fn unsupported(_: &candle_core::Tensor) -> candle_core::Result<candle_core::Tens
 #[inline(always)]
 fn softplus32(x: f32, beta: f32, threshold: f32) -> f32 {
     let bx = beta * x;
-    if bx > threshold { x } else { (1.0 + exp_f32(bx)).ln() / beta }
+    if bx > threshold { x } else { ln_pos_f32(1.0 + exp_f32(bx)) / beta }
+}
+
+// The f32 kernels of the heavier activations are `#[inline(always)]` fns, not closures: LLVM then
+// always inlines them into the vectorised (AVX2/AVX-512) loop instead of calling them per element.
+const S2: f32 = std::f32::consts::FRAC_1_SQRT_2;
+const K: f32 = 0.797_884_6; // sqrt(2/pi)
+
+#[inline(always)]
+fn gelu_erf32(x: f32) -> f32 {
+    0.5 * x * (1.0 + erf_f32(x * S2))
+}
+#[inline(always)]
+fn gelu_tanh32(x: f32) -> f32 {
+    0.5 * x * (1.0 + tanh_f32(K * (x + 0.044715 * x * x * x)))
+}
+#[inline(always)]
+fn silu32(x: f32) -> f32 {
+    x / (1.0 + exp_f32(-x))
+}
+#[inline(always)]
+fn mish32(x: f32) -> f32 {
+    x * tanh_f32(softplus32(x, 1.0, 20.0))
+}
+
+/// A slice loop compiled per instruction set with `f` inlined into it (a generic closure passed
+/// down the elementwise engine is not always inlined once it holds erf or exp).
+macro_rules! slice_map {
+    ($name:ident, $f:path) => {
+        crate::tensor::kernels::multiversion! {
+            fn $name<>(s: &[f32], d: &mut [f32]) where [] {
+                for (o, &x) in d.iter_mut().zip(s) {
+                    *o = $f(x);
+                }
+            }
+        }
+    };
+}
+slice_map!(gelu_erf_slice, gelu_erf32);
+slice_map!(gelu_tanh_slice, gelu_tanh32);
+slice_map!(silu_slice, silu32);
+slice_map!(mish_slice, mish32);
+#[inline(always)]
+fn softplus_default32(x: f32) -> f32 {
+    softplus32(x, 1.0, 20.0)
+}
+slice_map!(softplus_slice, softplus_default32);
+
+/// Contiguous f32 CPU input: `map` over the storage in parallel chunks. Else the general path.
+fn fused(input: &PyTensor, map: fn(&[f32], &mut [f32]), general: impl FnOnce() -> PyResult<PyTensor>) -> PyResult<PyTensor> {
+    use candle_core::{Device, Storage, Tensor};
+    use crate::error::IntoPyResult;
+    if input.dtype != crate::dtype::DType::F32 || !input.t.device().is_cpu() || !input.t.is_contiguous() {
+        return general();
+    }
+    let n = input.numel();
+    let (storage, layout) = input.t.storage_and_layout();
+    let Storage::Cpu(cpu) = &*storage else { return general() };
+    let src = &cpu.as_slice::<f32>().py()?[layout.start_offset()..layout.start_offset() + n];
+    let mut out = crate::tensor::kernels::uninit_vec::<f32>(n);
+    const CHUNK: usize = 16 * 1024;
+    if n >= crate::tensor::kernels::PAR_THRESHOLD {
+        let work = || crate::pool::chunks_mut(&mut out, CHUNK, |i, c| map(&src[i * CHUNK..i * CHUNK + c.len()], c));
+        Python::attach(|py| py.detach(work));
+    } else {
+        map(src, &mut out);
+    }
+    drop(storage);
+    Ok(PyTensor::new(Tensor::from_vec(out, input.dims(), &Device::Cpu).py()?, crate::dtype::DType::F32))
 }
 
 #[pyfunction]
 #[pyo3(signature = (input, approximate="none"))]
 pub fn gelu(input: &PyTensor, approximate: &str) -> PyResult<PyTensor> {
-    const S2: f64 = std::f64::consts::FRAC_1_SQRT_2;
-    const K: f64 = 0.797_884_560_802_865_4; // sqrt(2/pi)
+    const K64: f64 = 0.797_884_560_802_865_4;
     match approximate {
-        "none" => float_unary(
-            input,
-            |x: f32| 0.5 * x * (1.0 + erf_f32(x * S2 as f32)),
-            |x: f64| 0.5 * x * (1.0 + candle_core::cpu::erf::erf_f64(x * S2)),
-            unsupported,
-        ),
-        "tanh" => float_unary(
-            input,
-            |x: f32| 0.5 * x * (1.0 + tanh_f32(K as f32 * (x + 0.044715 * x * x * x))),
-            |x: f64| 0.5 * x * (1.0 + (K * (x + 0.044715 * x * x * x)).tanh()),
-            unsupported,
-        ),
+        "none" => fused(input, gelu_erf_slice, || {
+            float_unary(
+                input,
+                gelu_erf32,
+                |x: f64| 0.5 * x * (1.0 + candle_core::cpu::erf::erf_f64(x * std::f64::consts::FRAC_1_SQRT_2)),
+                unsupported,
+            )
+        }),
+        "tanh" => fused(input, gelu_tanh_slice, || {
+            float_unary(input, gelu_tanh32, |x: f64| 0.5 * x * (1.0 + (K64 * (x + 0.044715 * x * x * x)).tanh()), unsupported)
+        }),
         other => Err(crate::error::runtime_err(format!("approximate argument must be either none or tanh, got {other}"))),
     }
 }
 
 #[pyfunction]
 pub fn silu(input: &PyTensor) -> PyResult<PyTensor> {
-    float_unary(input, |x: f32| x / (1.0 + exp_f32(-x)), |x: f64| x / (1.0 + (-x).exp()), unsupported)
+    fused(input, silu_slice, || float_unary(input, silu32, |x: f64| x / (1.0 + (-x).exp()), unsupported))
 }
 
 #[pyfunction]
 pub fn mish(input: &PyTensor) -> PyResult<PyTensor> {
-    float_unary(
-        input,
-        |x: f32| x * tanh_f32(softplus32(x, 1.0, 20.0)),
-        |x: f64| x * (if x > 20.0 { x } else { x.exp().ln_1p() }).tanh(),
-        unsupported,
-    )
+    fused(input, mish_slice, || {
+        float_unary(input, mish32, |x: f64| x * (if x > 20.0 { x } else { x.exp().ln_1p() }).tanh(), unsupported)
+    })
 }
 
 #[pyfunction]
 #[pyo3(signature = (input, beta=1.0, threshold=20.0))]
 pub fn softplus(input: &PyTensor, beta: f64, threshold: f64) -> PyResult<PyTensor> {
     let (b32, t32) = (beta as f32, threshold as f32);
+    if beta == 1.0 && threshold == 20.0 {
+        return fused(input, softplus_slice, || float_unary(input, softplus_default32, |x: f64| if x > 20.0 { x } else { x.exp().ln_1p() }, unsupported));
+    }
     float_unary(
         input,
         move |x: f32| softplus32(x, b32, t32),
@@ -111,7 +177,7 @@ pub fn logsigmoid(input: &PyTensor) -> PyResult<PyTensor> {
     // log σ(x) = min(x, 0) − log1p(exp(−|x|)), stable for both signs.
     float_unary(
         input,
-        |x: f32| x.min(0.0) - (1.0 + exp_f32(-x.abs())).ln(),
+        |x: f32| x.min(0.0) - ln_pos_f32(1.0 + exp_f32(-x.abs())),
         |x: f64| x.min(0.0) - (-x.abs()).exp().ln_1p(),
         unsupported,
     )

@@ -384,3 +384,17 @@ pub fn erf_f32(x: f32) -> f32 {
     let r = if r > 1.0 { 1.0 } else { r };
     r.copysign(x)
 }
+
+/// ln(x) for positive, finite, normal f32 (what softplus feeds it): exponent split and an odd
+/// series in t = (m−1)/(m+1), vectorisable (no libm call).
+#[inline(always)]
+pub fn ln_pos_f32(x: f32) -> f32 {
+    let bits = x.to_bits();
+    // m in [sqrt(1/2), sqrt(2)): borrow the exponent from 0x3f3504f3 (sqrt(1/2)).
+    let e = ((bits.wrapping_sub(0x3f35_04f3)) as i32) >> 23;
+    let m = f32::from_bits(bits.wrapping_sub((e as u32) << 23));
+    let t = (m - 1.0) / (m + 1.0);
+    let t2 = t * t;
+    let s = t * (2.0 + t2 * (0.666_666_7 + t2 * (0.4 + t2 * (0.285_714_3 + t2 * 0.222_222_22))));
+    e as f32 * std::f32::consts::LN_2 + s
+}

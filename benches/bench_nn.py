@@ -1,0 +1,55 @@
+"""nn layers: torch vs candle_bind in one run (same weights, eval mode), as time ratios.
+
+    python benches/bench_nn.py [--threads N]
+"""
+
+import argparse
+import timeit
+
+p = argparse.ArgumentParser()
+p.add_argument("--threads", type=int, default=None)
+args = p.parse_args()
+
+import torch  # noqa: E402
+
+import candle_bind as cb  # noqa: E402
+from candle_bind import nn  # noqa: E402
+
+if args.threads:
+    torch.set_num_threads(args.threads)
+    cb.set_num_threads(args.threads)
+
+
+def best(fn, number):
+    fn()
+    return min(timeit.repeat(fn, number=number, repeat=5)) / number
+
+
+def layer(name, make, shape, number, **kw):
+    torch.manual_seed(0)
+    t = make(torch.nn).eval()
+    c = make(nn).eval()
+    c.load_state_dict(t.state_dict())
+    x = torch.randn(*shape)
+    cx = cb.from_numpy(x.numpy())
+    with torch.no_grad():
+        tt = best(lambda: t(x), number)
+    ct = best(lambda: c(cx), number)
+    print(f"{name:<46} {tt * 1e6:>10.1f} {ct * 1e6:>10.1f} {ct / tt:>7.2f}")
+
+
+print(f"threads: torch {torch.get_num_threads()}, candle_bind {cb.get_num_threads()}")
+print(f"{'layer':<46} {'torch µs':>10} {'cb µs':>10} {'ratio':>7}")
+layer("Linear 768->768, x (1, 768)", lambda m: m.Linear(768, 768), (1, 768), 500)
+layer("Linear 768->3072, x (8, 128, 768)", lambda m: m.Linear(768, 3072), (8, 128, 768), 5)
+layer("Conv2d 3->64 k7 s2 p3, x (1,3,224,224)", lambda m: m.Conv2d(3, 64, 7, 2, 3, bias=False), (1, 3, 224, 224), 10)
+layer("Conv2d 64->64 k3 p1, x (1,64,56,56)", lambda m: m.Conv2d(64, 64, 3, 1, 1, bias=False), (1, 64, 56, 56), 10)
+layer("Conv2d 64->64 k3 p1, x (8,64,32,32)", lambda m: m.Conv2d(64, 64, 3, 1, 1), (8, 64, 32, 32), 5)
+layer("Conv2d dw 64 k3 p1, x (1,64,56,56)", lambda m: m.Conv2d(64, 64, 3, 1, 1, groups=64), (1, 64, 56, 56), 10)
+layer("Conv1d 32->64 k7 s2, x (4,32,4000)", lambda m: m.Conv1d(32, 64, 7, 2), (4, 32, 4000), 5)
+layer("ConvTranspose2d 64->32 k2 s2, x (1,64,32,32)", lambda m: m.ConvTranspose2d(64, 32, 2, 2), (1, 64, 32, 32), 10)
+layer("MaxPool2d k3 s2 p1, x (1,64,112,112)", lambda m: m.MaxPool2d(3, 2, 1), (1, 64, 112, 112), 10)
+layer("AdaptiveAvgPool2d 1, x (8,512,7,7)", lambda m: m.AdaptiveAvgPool2d(1), (8, 512, 7, 7), 50)
+layer("GELU, x (8,128,3072)", lambda m: m.GELU(), (8, 128, 3072), 10)
+layer("SiLU, x (8,128,3072)", lambda m: m.SiLU(), (8, 128, 3072), 10)
+layer("ReLU, x (1,64,112,112)", lambda m: m.ReLU(), (1, 64, 112, 112), 50)
