@@ -60,6 +60,67 @@ impl Geo {
     }
 }
 
+impl Geo {
+    /// im2col for one input plane: `dst` (k × out_len) gets, for every kernel tap, the input value
+    /// each output position reads (zero over padding). Rows are copied as slices where stride is 1.
+    fn im2col<T: Copy + Default>(&self, plane: &[T], dst: &mut [T]) {
+        let ol = self.out_len();
+        let (o1, o2) = (self.out[1], self.out[2]);
+        let mut t = 0;
+        for a in 0..self.k[0] {
+            for b in 0..self.k[1] {
+                for c in 0..self.k[2] {
+                    let rows = &mut dst[t * ol..(t + 1) * ol];
+                    // Output columns whose input column is inside [0, len2): lo..hi.
+                    let shift = (c * self.dil[2]) as i64 - self.pad[2] as i64;
+                    let s2 = self.stride[2] as i64;
+                    let lo = if shift >= 0 { 0 } else { ((-shift) + s2 - 1) / s2 } as usize;
+                    let hi = ((self.len[2] as i64 - 1 - shift).div_euclid(s2) + 1).clamp(0, o2 as i64) as usize;
+                    let lo = lo.min(hi);
+                    for od in 0..self.out[0] {
+                        let d = (od * self.stride[0] + a * self.dil[0]) as i64 - self.pad[0] as i64;
+                        for oh in 0..o1 {
+                            let h = (oh * self.stride[1] + b * self.dil[1]) as i64 - self.pad[1] as i64;
+                            let row = &mut rows[(od * o1 + oh) * o2..(od * o1 + oh + 1) * o2];
+                            if d < 0 || h < 0 || d as usize >= self.len[0] || h as usize >= self.len[1] {
+                                row.fill(T::default());
+                                continue;
+                            }
+                            let src = &plane[(d as usize * self.len[1] + h as usize) * self.len[2]..][..self.len[2]];
+                            row[..lo].fill(T::default());
+                            row[hi..].fill(T::default());
+                            if s2 == 1 {
+                                let from = (lo as i64 + shift) as usize;
+                                row[lo..hi].copy_from_slice(&src[from..from + hi - lo]);
+                            } else {
+                                for (ow, v) in row[lo..hi].iter_mut().enumerate() {
+                                    *v = src[((lo + ow) as i64 * s2 + shift) as usize];
+                                }
+                            }
+                        }
+                    }
+                    t += 1;
+                }
+            }
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+struct Ptr<T>(*mut T);
+// SAFETY: tasks write disjoint blocks of the buffer, which outlives them.
+unsafe impl<T> Send for Ptr<T> {}
+unsafe impl<T> Sync for Ptr<T> {}
+impl<T> Ptr<T> {
+    /// The block `i` of `len` elements.
+    ///
+    /// # Safety
+    /// The block must be in bounds and no other task may use it at the same time.
+    unsafe fn block<'a>(&self, i: usize, len: usize) -> &'a mut [T] {
+        unsafe { std::slice::from_raw_parts_mut(self.0.add(i * len), len) }
+    }
+}
+
 fn pad3(v: &[usize], fill: usize) -> [usize; 3] {
     let mut out = [fill; 3];
     out[3 - v.len()..].copy_from_slice(v);
@@ -192,28 +253,51 @@ fn run(
 fn conv_impl<T: Elem + WithDType>(x: &[T], w: &[T], b: Option<&[T]>, g: &Geo, n: usize, c_in: usize, c_out: usize, groups: usize) -> Vec<T> {
     let (kk, ol, il) = (g.kernel(), g.out_len(), g.in_len());
     let (cin_g, cout_g) = (c_in / groups, c_out / groups);
-    let mut y = vec![T::default(); n * c_out * ol];
+    let mut y = crate::tensor::kernels::uninit_vec::<T>(n * c_out * ol);
     // A 1x1 kernel with stride 1 and no padding reads the input as it is: no im2col.
     let direct = kk == 1 && g.stride == [1; 3] && g.pad == [0; 3];
-    let mut cols = if direct { vec![] } else { vec![T::default(); cin_g * kk * ol] };
-    for bi in 0..n {
-        for gi in 0..groups {
-            let xg = &x[(bi * c_in + gi * cin_g) * il..(bi * c_in + (gi + 1) * cin_g) * il];
-            let rhs: &[T] = if direct {
-                xg
-            } else {
-                cols.iter_mut().for_each(|v| *v = T::default());
-                for c in 0..cin_g {
-                    let plane = &xg[c * il..(c + 1) * il];
-                    let dst = &mut cols[c * kk * ol..(c + 1) * kk * ol];
-                    g.for_each_tap(|t, o, i| dst[t * ol + o] = plane[i]);
-                }
-                &cols
+    if cin_g == 1 && cout_g == 1 && !direct {
+        depthwise(x, w, &mut y, g, n * c_in, c_in);
+        add_bias(&mut y, b, c_out, ol);
+        return y;
+    }
+    let threads = crate::pool::threads();
+    let yp = Ptr(y.as_mut_ptr());
+    // One (batch, group) pair: im2col (parallel over channels unless `serial`) and one gemm.
+    let one = |task: usize, cols: &mut Vec<T>, serial: bool| {
+        let (bi, gi) = (task / groups, task % groups);
+        let xg = &x[(bi * c_in + gi * cin_g) * il..(bi * c_in + (gi + 1) * cin_g) * il];
+        let rhs: &[T] = if direct {
+            xg
+        } else {
+            if cols.len() != cin_g * kk * ol {
+                *cols = crate::tensor::kernels::uninit_vec::<T>(cin_g * kk * ol);
+            }
+            let cp = Ptr(cols.as_mut_ptr());
+            let fill = |c: usize| {
+                // SAFETY: channel c owns rows c·k..(c+1)·k of cols.
+                let dst = unsafe { cp.block(c, kk * ol) };
+                g.im2col(&xg[c * il..(c + 1) * il], dst);
             };
-            let wg = &w[gi * cout_g * cin_g * kk..(gi + 1) * cout_g * cin_g * kk];
-            let yg = &mut y[(bi * c_out + gi * cout_g) * ol..(bi * c_out + (gi + 1) * cout_g) * ol];
-            gemm_slices(cout_g, cin_g * kk, ol, wg, cin_g * kk, 1, rhs, yg);
-        }
+            if !serial && cin_g * kk * ol >= 1 << 15 {
+                crate::pool::for_each(cin_g, &fill);
+            } else {
+                (0..cin_g).for_each(fill);
+            }
+            cols
+        };
+        let wg = &w[gi * cout_g * cin_g * kk..(gi + 1) * cout_g * cin_g * kk];
+        // SAFETY: task (bi, gi) owns output channels gi·cout_g.. of batch bi: one block of cout_g·ol.
+        let yg = unsafe { yp.block(bi * groups + gi, cout_g * ol) };
+        gemm_slices(cout_g, cin_g * kk, ol, wg, cin_g * kk, 1, rhs, yg, serial);
+    };
+    let tasks = n * groups;
+    if tasks >= threads && threads > 1 {
+        // Enough pairs to keep every thread busy: each runs whole pairs on its own.
+        crate::pool::for_each(tasks, &|t| one(t, &mut Vec::new(), true));
+    } else {
+        let mut cols = Vec::new();
+        (0..tasks).for_each(|t| one(t, &mut cols, false));
     }
     add_bias(&mut y, b, c_out, ol);
     y
@@ -231,7 +315,7 @@ fn conv_t_impl<T: Elem + WithDType>(x: &[T], w: &[T], b: Option<&[T]>, g: &Geo, 
             let xg = &x[(bi * c_in + gi * cin_g) * il..(bi * c_in + (gi + 1) * cin_g) * il];
             // cols (cout_g·k, L_in) = W_gᵀ · x_g, W_g being (cin_g, cout_g·k) row-major.
             let wg = &w[gi * cin_g * cout_g * kk..(gi + 1) * cin_g * cout_g * kk];
-            gemm_slices(cout_g * kk, cin_g, il, wg, 1, cout_g * kk, xg, &mut cols);
+            gemm_slices(cout_g * kk, cin_g, il, wg, 1, cout_g * kk, xg, &mut cols, false);
             let yg = &mut y[(bi * c_out + gi * cout_g) * ol..(bi * c_out + (gi + 1) * cout_g) * ol];
             for co in 0..cout_g {
                 let src = &cols[co * kk * il..(co + 1) * kk * il];
@@ -242,6 +326,27 @@ fn conv_t_impl<T: Elem + WithDType>(x: &[T], w: &[T], b: Option<&[T]>, g: &Geo, 
     }
     add_bias(&mut y, b, c_out, ol);
     y
+}
+
+/// One filter per channel (groups == channels): im2col of the plane, then a weighted sum of its
+/// k rows, channels in parallel.
+fn depthwise<T: Elem>(x: &[T], w: &[T], y: &mut [T], g: &Geo, planes: usize, channels: usize) {
+    let (kk, ol, il) = (g.kernel(), g.out_len(), g.in_len());
+    let yp = Ptr(y.as_mut_ptr());
+    let work = |p: usize| {
+        let mut cols = crate::tensor::kernels::uninit_vec::<T>(kk * ol);
+        g.im2col(&x[p * il..(p + 1) * il], &mut cols);
+        // SAFETY: plane p owns its output block.
+        let out = unsafe { yp.block(p, ol) };
+        let wc = &w[(p % channels) * kk..(p % channels + 1) * kk];
+        out.copy_from_slice(&cols[..ol]);
+        out.iter_mut().for_each(|v| *v = *v * wc[0]);
+        for t in 1..kk {
+            let (row, wt) = (&cols[t * ol..(t + 1) * ol], wc[t]);
+            out.iter_mut().zip(row).for_each(|(o, &v)| *o = *o + wt * v);
+        }
+    };
+    crate::pool::for_each(planes, &work);
 }
 
 fn add_bias<T: Elem>(y: &mut [T], b: Option<&[T]>, c_out: usize, ol: usize) {

@@ -38,6 +38,27 @@ fn pool_plane<T: WithDType>(plane: &[T], ax: &Axes, max: bool, divisor: Option<f
                             continue;
                         }
                         let row = (d as usize * lh + h as usize) * lw;
+                        if dw == 1 {
+                            // Unit dilation along the row: one clipped contiguous run, no per-tap checks.
+                            let (w0, w1) = (sw.max(0) as usize, ((sw + nw as i64).min(lw as i64)).max(0) as usize);
+                            if w0 >= w1 {
+                                continue;
+                            }
+                            let run = &plane[row + w0..row + w1];
+                            if max {
+                                for (j, v) in run.iter().enumerate() {
+                                    let v = v.to_f64();
+                                    if arg < 0 || v > best || (v.is_nan() && !best.is_nan()) {
+                                        best = v;
+                                        arg = (row + w0 + j) as i64;
+                                    }
+                                }
+                            } else {
+                                sum += run.iter().map(|v| v.to_f64()).sum::<f64>();
+                                count += w1 - w0;
+                            }
+                            continue;
+                        }
                         for c in 0..nw {
                             let w = sw + (c * dw) as i64;
                             if w < 0 || w >= lw as i64 {
@@ -124,7 +145,15 @@ pub fn pool(
             let i: &mut [i64] = if max { unsafe { std::slice::from_raw_parts_mut(ip.get().add(p * per_out), per_out) } } else { &mut [] };
             pool_plane(&data[p * per_in..(p + 1) * per_in], &ax, max, divisor, count_include_pad, o, i);
         };
-        Python::attach(|py| py.detach(|| crate::pool::for_each(planes, &work)));
+        // Planes in batches of about 16k input elements per task.
+        let per_task = (16384 / per_in.max(1)).clamp(1, planes.max(1));
+        let batches = planes.div_ceil(per_task);
+        let run = |b: usize| (b * per_task..((b + 1) * per_task).min(planes)).for_each(&work);
+        if planes * per_in >= crate::tensor::kernels::PAR_THRESHOLD {
+            Python::attach(|py| py.detach(|| crate::pool::for_each(batches, &run)));
+        } else {
+            (0..batches).for_each(run);
+        }
         Tensor::from_vec(out, out_dims.as_slice(), &Device::Cpu).py()
     })?;
     let out = out.to_dtype(input.dtype.candle()).py()?.to_device(input.t.device()).py()?;

@@ -255,6 +255,9 @@ def _adaptive(input, kind, n, output_size, name):
     spatial = input.shape[-n:]
     sizes = _ntuple(output_size if output_size is not None else spatial, n, "output_size") if not isinstance(output_size, (list, tuple)) \
         else tuple(spatial[i] if v is None else v for i, v in enumerate(_ntuple_none(output_size, n)))
+    if kind == "avg" and builtins.all(o == 1 for o in sizes) and builtins.all(L > 0 for L in spatial):
+        # Global average pooling (every CNN head): a mean over the spatial dims.
+        return input.mean(tuple(range(-n, 0)), keepdim=True), None
     wins = []
     for L, o in zip(spatial, sizes):
         if o < 0 or (o == 0 and L != 0):
