@@ -47,9 +47,52 @@ layer("Conv2d 64->64 k3 p1, x (1,64,56,56)", lambda m: m.Conv2d(64, 64, 3, 1, 1,
 layer("Conv2d 64->64 k3 p1, x (8,64,32,32)", lambda m: m.Conv2d(64, 64, 3, 1, 1), (8, 64, 32, 32), 5)
 layer("Conv2d dw 64 k3 p1, x (1,64,56,56)", lambda m: m.Conv2d(64, 64, 3, 1, 1, groups=64), (1, 64, 56, 56), 10)
 layer("Conv1d 32->64 k7 s2, x (4,32,4000)", lambda m: m.Conv1d(32, 64, 7, 2), (4, 32, 4000), 5)
+layer("Conv1d depthwise 256 k31 p15, x (1,256,2000)", lambda m: m.Conv1d(256, 256, 31, padding=15, groups=256), (1, 256, 2000), 10)
 layer("ConvTranspose2d 64->32 k2 s2, x (1,64,32,32)", lambda m: m.ConvTranspose2d(64, 32, 2, 2), (1, 64, 32, 32), 10)
 layer("MaxPool2d k3 s2 p1, x (1,64,112,112)", lambda m: m.MaxPool2d(3, 2, 1), (1, 64, 112, 112), 10)
 layer("AdaptiveAvgPool2d 1, x (8,512,7,7)", lambda m: m.AdaptiveAvgPool2d(1), (8, 512, 7, 7), 50)
 layer("GELU, x (8,128,3072)", lambda m: m.GELU(), (8, 128, 3072), 10)
 layer("SiLU, x (8,128,3072)", lambda m: m.SiLU(), (8, 128, 3072), 10)
 layer("ReLU, x (1,64,112,112)", lambda m: m.ReLU(), (1, 64, 112, 112), 50)
+
+
+def resnet18(m):
+    """torchvision's ResNet-18 layout written against either library's nn."""
+    class Block(m.Module):
+        def __init__(self, cin, cout, stride):
+            super().__init__()
+            self.conv1 = m.Conv2d(cin, cout, 3, stride, 1, bias=False)
+            self.bn1 = m.Identity()
+            self.relu = m.ReLU(inplace=True)
+            self.conv2 = m.Conv2d(cout, cout, 3, 1, 1, bias=False)
+            self.bn2 = m.Identity()
+            self.downsample = m.Sequential(m.Conv2d(cin, cout, 1, stride, bias=False)) if stride != 1 or cin != cout else None
+
+        def forward(self, x):
+            identity = x if self.downsample is None else self.downsample(x)
+            out = self.relu(self.bn1(self.conv1(x)))
+            out = self.bn2(self.conv2(out))
+            out += identity
+            return self.relu(out)
+
+    class ResNet(m.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = m.Conv2d(3, 64, 7, 2, 3, bias=False)
+            self.relu = m.ReLU(inplace=True)
+            self.maxpool = m.MaxPool2d(3, 2, 1)
+            chans = [(64, 64, 1), (64, 128, 2), (128, 256, 2), (256, 512, 2)]
+            for i, (a, b, s) in enumerate(chans, 1):
+                setattr(self, f"layer{i}", m.Sequential(Block(a, b, s), Block(b, b, 1)))
+            self.avgpool = m.AdaptiveAvgPool2d((1, 1))
+            self.fc = m.Linear(512, 1000)
+
+        def forward(self, x):
+            x = self.maxpool(self.relu(self.conv1(x)))
+            x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
+            return self.fc(self.avgpool(x).flatten(1))
+
+    return ResNet()
+
+
+layer("ResNet-18-shaped forward (no BN), x (1,3,224,224)", resnet18, (1, 3, 224, 224), 3)

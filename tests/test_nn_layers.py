@@ -273,3 +273,42 @@ def test_snake_matches_formula():
     m.alpha.copy_(to_cb(alpha))
     ref = x + (1.0 / (alpha + 1e-9)) * torch.sin(alpha * x) ** 2
     assert_same(m(to_cb(x)), ref, atol=1e-5)
+
+
+@pytest.mark.filterwarnings("ignore:reduction. 'mean' divides")
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_losses(reduction):
+    tf = torch.nn.functional
+    logits, target = make((6, 5), seed=30), torch.tensor([0, 4, 2, -100, 1, 4])
+    w = torch.rand(5, generator=torch.Generator().manual_seed(1)) + 0.5
+    for kw in [{}, {"weight": w}, {"label_smoothing": 0.1}, {"weight": w, "label_smoothing": 0.2}]:
+        ours = F.cross_entropy(to_cb(logits), to_cb(target), reduction=reduction,
+                               **{k: to_cb(v) if isinstance(v, torch.Tensor) else v for k, v in kw.items()})
+        assert_same(ours, tf.cross_entropy(logits, target, reduction=reduction, **kw), atol=1e-5)
+    probs = torch.softmax(make((6, 5), seed=31), -1)
+    assert_same(F.cross_entropy(to_cb(logits), to_cb(probs), reduction=reduction, label_smoothing=0.1),
+                tf.cross_entropy(logits, probs, reduction=reduction, label_smoothing=0.1), atol=1e-5)
+    img, seg = make((2, 3, 4, 4), seed=32), torch.randint(0, 3, (2, 4, 4), generator=torch.Generator().manual_seed(2))
+    assert_same(nn.CrossEntropyLoss(reduction=reduction)(to_cb(img), to_cb(seg)),
+                torch.nn.CrossEntropyLoss(reduction=reduction)(img, seg), atol=1e-5)
+    logp = logits.log_softmax(1)
+    assert_same(F.nll_loss(to_cb(logp), to_cb(target), reduction=reduction), tf.nll_loss(logp, target, reduction=reduction), atol=1e-5)
+    a, b = make((4, 3), seed=33), make((4, 3), seed=34)
+    for name in ["mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss"]:
+        assert_same(getattr(F, name)(to_cb(a), to_cb(b), reduction=reduction), getattr(tf, name)(a, b, reduction=reduction), atol=1e-5)
+    p, y = torch.sigmoid(a), (b > 0).float()
+    assert_same(F.binary_cross_entropy(to_cb(p), to_cb(y), reduction=reduction), tf.binary_cross_entropy(p, y, reduction=reduction), atol=1e-5)
+    assert_same(F.binary_cross_entropy_with_logits(to_cb(a), to_cb(y), reduction=reduction, pos_weight=to_cb(torch.tensor([1.0, 2.0, 0.5]))),
+                tf.binary_cross_entropy_with_logits(a, y, reduction=reduction, pos_weight=torch.tensor([1.0, 2.0, 0.5])), atol=1e-5)
+    q = torch.softmax(b, -1)
+    assert_same(F.kl_div(to_cb(a.log_softmax(-1)), to_cb(q), reduction=reduction), tf.kl_div(a.log_softmax(-1), q, reduction=reduction), atol=1e-5)
+    assert_same(nn.KLDivLoss(reduction="batchmean")(to_cb(a.log_softmax(-1)), to_cb(q)),
+                torch.nn.KLDivLoss(reduction="batchmean")(a.log_softmax(-1), q), atol=1e-5)
+
+
+def test_noncontiguous_layer_inputs():
+    x = make((2, 8, 6, 5), seed=40).transpose(2, 3)
+    check_layer(*pair("Conv2d", 8, 4, 3, padding=1), x, atol=1e-4)
+    check_layer(*pair("MaxPool2d", 2, ceil_mode=True), x)
+    check_layer(*pair("GELU"), x)
+    check_layer(*pair("Linear", 6, 3), x)

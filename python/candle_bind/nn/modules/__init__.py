@@ -5,6 +5,7 @@ from .container import *  # noqa: F401,F403
 from .conv import *  # noqa: F401,F403
 from .dropout import *  # noqa: F401,F403
 from .linear import *  # noqa: F401,F403
+from .loss import *  # noqa: F401,F403
 from .misc import *  # noqa: F401,F403
 from .module import Module  # noqa: F401
 from .padding import *  # noqa: F401,F403
