@@ -3,6 +3,7 @@
 mod device;
 mod dtype;
 mod error;
+mod io;
 mod nn;
 mod pool;
 mod tensor;
@@ -56,6 +57,8 @@ mod candle_bind_c {
         elu, gelu, hardshrink, hardsigmoid, hardswish, leaky_relu, logsigmoid, mish, silu, snake, softplus,
         softshrink, softsign, tanhshrink, threshold,
     };
+    #[pymodule_export]
+    use crate::io::safetensors::{safe_open_bytes, safe_open_file, safetensors_serialize, PySafeOpen};
     #[pymodule_export]
     use crate::nn::conv::{conv, conv_transpose};
     #[pymodule_export]

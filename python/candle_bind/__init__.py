@@ -51,6 +51,8 @@ from ._size import Size
 from . import return_types
 from ._tensor import take_along_dim
 from . import nn  # noqa: E402
+from . import safetensors  # noqa: E402
+from .serialization import load, save  # noqa: E402
 
 __version__ = _C.__version__
 
@@ -429,7 +431,7 @@ cuda = _Cuda()
 
 __all__ = [
     "CandleError", "DTypeError", "DeviceError", "ShapeError", "Size", "Tensor", "arange", "as_tensor",
-    "bucketize", "searchsorted", "take_along_dim", "unique",
+    "bucketize", "load", "save", "searchsorted", "take_along_dim", "unique",
     "bfloat16", "bool", "broadcast_shapes", "broadcast_to", "cat", "concat", "concatenate", "cuda", "device",
     "double", "dtype", "einsum", "empty", "empty_like", "enable_grad", "eye", "finfo", "float", "float16",
     "float32", "float64", "from_numpy", "full", "full_like", "get_default_dtype", "get_num_threads", "half",

@@ -417,6 +417,12 @@ impl PyTensor {
     fn __ixor__(&self, other: &Bound<'_, PyAny>) -> PyResult<()> {
         update(self, other, super::arith::BinOp::Xor, "bitwise_xor_")
     }
+    /// The address of the first element (torch's `data_ptr`): equal for tensors that share memory
+    /// at the same place. 0 off the CPU.
+    fn data_ptr(&self) -> usize {
+        let base = storage_addr(&self.t);
+        if base == 0 { 0 } else { base + self.t.layout().start_offset() * self.dtype.itemsize() }
+    }
     /// Writes `result` (an op's output) into self: the primitive of the Python-level in-place ops.
     fn _assign_result(&self, result: &PyTensor, op: &str) -> PyResult<()> {
         self.assign_result(result, op)

@@ -1,0 +1,371 @@
+"""candle_bind.load / candle_bind.save: the zip + pickle format `torch.save` writes (.pt/.pth/.bin).
+
+Loading never runs code from the file: the unpickler resolves only an allow-list of globals (the
+tensor/parameter rebuild functions, storage types, OrderedDict, ...) like torch's
+`weights_only=True`, and names any other global in its error. Storages are read from the zip
+records with numpy, bounds-checked, and turned into candle_bind tensors; views that share a
+storage at the same place (tied weights) come back as the same tensor object.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import pickle
+import struct
+import zipfile
+from collections import OrderedDict
+from typing import Any
+
+import numpy as np
+
+from . import _C
+from ._C import Tensor
+
+__all__ = ["load", "save", "UnpicklingError"]
+
+UnpicklingError = pickle.UnpicklingError
+
+# storage type name → (numpy dtype read from the record, candle_bind dtype name)
+_STORAGES = {
+    "FloatStorage": ("<f4", "float32"), "DoubleStorage": ("<f8", "float64"), "HalfStorage": ("<f2", "float16"),
+    "BFloat16Storage": ("<u2", "bfloat16"), "LongStorage": ("<i8", "int64"), "IntStorage": ("<i4", "int32"),
+    "ShortStorage": ("<i2", "int32"), "CharStorage": ("i1", "int32"), "ByteStorage": ("u1", "uint8"),
+    "BoolStorage": ("?", "bool"),
+}
+_DTYPE_STORAGE = {"float32": "FloatStorage", "float64": "DoubleStorage", "float16": "HalfStorage",
+                  "bfloat16": "BFloat16Storage", "int64": "LongStorage", "int32": "IntStorage", "uint8": "ByteStorage",
+                  "bool": "BoolStorage"}
+_TORCH_DTYPES = {"float32": "FloatStorage", "float": "FloatStorage", "float64": "DoubleStorage", "double": "DoubleStorage",
+                 "float16": "HalfStorage", "half": "HalfStorage", "bfloat16": "BFloat16Storage", "int64": "LongStorage",
+                 "long": "LongStorage", "int32": "IntStorage", "int": "IntStorage", "int16": "ShortStorage",
+                 "short": "ShortStorage", "int8": "CharStorage", "uint8": "ByteStorage", "bool": "BoolStorage"}
+
+
+class _StorageType:
+    def __init__(self, name: str):
+        self.name = name
+
+
+class _Storage:
+    """One storage record: its elements as a 1-D numpy array."""
+
+    def __init__(self, array: np.ndarray, kind: str, key: str):
+        self.array, self.kind, self.key = array, kind, key
+
+
+def _to_tensor(arr: np.ndarray, kind: str) -> Tensor:
+    dtype = _STORAGES[kind][1]
+    # (np.ascontiguousarray would turn 0-d arrays into 1-d ones; copies keep the shape.)
+    if kind == "BFloat16Storage":
+        f32 = (arr.astype(np.uint32) << 16).view(np.float32)
+        return _C.from_numpy(f32).to(_C.bfloat16)
+    if kind in ("ShortStorage", "CharStorage"):
+        # No int16/int8 dtypes here: widened to int32, values unchanged.
+        return _C.from_numpy(arr.astype(np.int32))
+    t = _C.from_numpy(arr.copy(order="C"))
+    return t if repr(t.dtype).endswith(dtype) else t.to(getattr(_C, dtype))
+
+
+def _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad=False, backward_hooks=None, metadata=None):
+    if not isinstance(storage, _Storage):
+        raise UnpicklingError("tensor rebuilt from something that is not a storage record")
+    size, stride = tuple(int(s) for s in size), tuple(int(s) for s in stride)
+    n = storage.array.shape[0]
+    if len(size) != len(stride) or storage_offset < 0 or any(s < 0 for s in size) or any(s < 0 for s in stride):
+        raise UnpicklingError(f"invalid tensor view: size {size}, stride {stride}, offset {storage_offset}")
+    if all(s > 0 for s in size):
+        last = storage_offset + sum((s - 1) * st for s, st in zip(size, stride))
+        if last >= n:
+            raise UnpicklingError(f"tensor of size {size} with stride {stride} at offset {storage_offset} "
+                                  f"reads past its storage of {n} elements")
+    cache = storage.__dict__.setdefault("views", {})
+    key = (storage_offset, size, stride)
+    if key not in cache:
+        item = storage.array.itemsize
+        view = np.lib.stride_tricks.as_strided(storage.array[storage_offset:] if n else storage.array, shape=size,
+                                               strides=tuple(s * item for s in stride), writeable=False)
+        cache[key] = _to_tensor(view, storage.kind)
+    return cache[key]
+
+
+def _rebuild_tensor(storage, storage_offset, size, stride):
+    return _rebuild_tensor_v2(storage, storage_offset, size, stride)
+
+
+def _rebuild_parameter(data, requires_grad, backward_hooks=None):
+    from .nn.parameter import Parameter
+
+    return Parameter(data, requires_grad)
+
+
+def _rebuild_parameter_with_state(data, requires_grad, backward_hooks, state):
+    return _rebuild_parameter(data, requires_grad, backward_hooks)
+
+
+def _rebuild_from_type_v2(func, new_type, args, state):
+    return func(*args)
+
+
+def _encode(s, encoding="latin1"):
+    return s.encode(encoding)
+
+
+_ALLOWED = {
+    ("torch._utils", "_rebuild_tensor_v2"): _rebuild_tensor_v2,
+    ("torch._utils", "_rebuild_tensor"): _rebuild_tensor,
+    ("torch._utils", "_rebuild_parameter"): _rebuild_parameter,
+    ("torch._utils", "_rebuild_parameter_with_state"): _rebuild_parameter_with_state,
+    ("torch._tensor", "_rebuild_from_type_v2"): _rebuild_from_type_v2,
+    ("torch.nn.parameter", "Parameter"): _rebuild_parameter,
+    ("collections", "OrderedDict"): OrderedDict,
+    ("builtins", "set"): set,
+    ("builtins", "frozenset"): frozenset,
+    ("builtins", "slice"): slice,
+    ("builtins", "complex"): complex,
+    ("builtins", "bytearray"): bytearray,
+    ("_codecs", "encode"): _encode,
+    ("torch", "Size"): tuple,
+    ("torch", "device"): str,
+}
+
+
+class _Unpickler(pickle.Unpickler):
+    def __init__(self, file, records, prefix):
+        super().__init__(file, encoding="utf-8")
+        self._records, self._prefix, self._storages = records, prefix, {}
+
+    def find_class(self, module, name):
+        if (module, name) in _ALLOWED:
+            return _ALLOWED[(module, name)]
+        if module == "torch" and name in _STORAGES:
+            return _StorageType(name)
+        if module == "torch" and name in _TORCH_DTYPES:
+            return _StorageType(_TORCH_DTYPES[name])
+        raise UnpicklingError(
+            f"Weights only load failed: unsupported global {module}.{name} in the checkpoint. candle_bind never runs "
+            "code from checkpoint files; only tensors, parameters, OrderedDict and plain Python values load.")
+
+    def persistent_load(self, pid):
+        if not (isinstance(pid, tuple) and len(pid) >= 5 and pid[0] == "storage"):
+            raise UnpicklingError(f"unsupported persistent id {pid!r}")
+        _, kind, key, _location, numel = pid[:5]
+        if not isinstance(kind, _StorageType):
+            raise UnpicklingError(f"unsupported storage type {kind!r}")
+        key = str(key)
+        if key not in self._storages:
+            name = f"{self._prefix}data/{key}"
+            if name not in self._records:
+                raise UnpicklingError(f"storage record {name} is missing from the archive")
+            raw = self._records.read(name)
+            np_dtype = np.dtype(_STORAGES[kind.name][0])
+            if len(raw) % np_dtype.itemsize:
+                raise UnpicklingError(f"storage record {name} has {len(raw)} bytes, not a whole number of {kind.name} elements")
+            arr = np.frombuffer(raw, dtype=np_dtype)
+            self._storages[key] = _Storage(arr, kind.name, key)
+        st = self._storages[key]
+        if st.array.shape[0] < int(numel):
+            raise UnpicklingError(f"storage record {key} holds {st.array.shape[0]} elements, the pickle says {numel}")
+        return st
+
+
+class _Records:
+    def __init__(self, zf: zipfile.ZipFile):
+        self._zf, self._names = zf, set(zf.namelist())
+
+    def __contains__(self, name):
+        return name in self._names
+
+    def read(self, name):
+        return self._zf.read(name)
+
+
+def _map(obj, fn):
+    if isinstance(obj, Tensor):
+        return fn(obj)
+    if isinstance(obj, OrderedDict):
+        return OrderedDict((k, _map(v, fn)) for k, v in obj.items())
+    if isinstance(obj, dict):
+        return {k: _map(v, fn) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_map(v, fn) for v in obj]
+    if isinstance(obj, tuple):
+        return tuple(_map(v, fn) for v in obj)
+    return obj
+
+
+def load(f, map_location=None, pickle_module=None, *, weights_only: bool = True, mmap=None, **pickle_load_args) -> Any:
+    """torch.load for the zip format: returns the saved object with candle_bind tensors.
+    `weights_only=False` is accepted but grants nothing more: no code from the file ever runs."""
+    if isinstance(f, (str, os.PathLike)):
+        with open(os.fspath(f), "rb") as fh:
+            data = fh.read()
+    elif isinstance(f, (bytes, bytearray)):
+        data = bytes(f)
+    else:
+        data = f.read()
+    if not zipfile.is_zipfile(io.BytesIO(data)):
+        if data[:2] == b"\x80\x02" or data[:1] == b"\x80":
+            raise UnpicklingError("this is torch's legacy (pre-1.6, non-zip) format, which candle_bind does not read; "
+                                  "re-save it with a current torch (torch.save(torch.load(f), f2))")
+        raise UnpicklingError("not a torch checkpoint: the file is not a zip archive (wrong magic)")
+    try:
+        zf = zipfile.ZipFile(io.BytesIO(data))
+        pkl = [n for n in zf.namelist() if n.endswith("data.pkl")]
+        if not pkl:
+            raise UnpicklingError("not a torch checkpoint: the archive has no data.pkl record")
+        prefix = pkl[0][: -len("data.pkl")]
+        unpickler = _Unpickler(io.BytesIO(zf.read(pkl[0])), _Records(zf), prefix)
+        obj = unpickler.load()
+    except UnpicklingError:
+        raise
+    except (zipfile.BadZipFile, EOFError, KeyError, ValueError, TypeError, IndexError, struct.error, OverflowError,
+            AttributeError, MemoryError, UnicodeDecodeError, RecursionError) as e:
+        raise UnpicklingError(f"corrupted checkpoint: {type(e).__name__}: {e}") from None
+    if map_location is not None and not callable(map_location) and not isinstance(map_location, dict):
+        dev = map_location
+        obj = _map(obj, lambda t: t.to(dev))
+    return obj
+
+
+# ----------------------------------------------------------------------------------------- save
+class _Writer:
+    """A protocol-2 pickle of dicts/lists/tuples/scalars/strings/tensors, as torch.save lays it out."""
+
+    def __init__(self):
+        self.out = io.BytesIO()
+        self.storages: list = []
+        self.keys: dict = {}
+
+    def w(self, b: bytes):
+        self.out.write(b)
+
+    def glob(self, module: str, name: str):
+        self.w(b"c" + module.encode() + b"\n" + name.encode() + b"\n")
+
+    def str_(self, s: str):
+        b = s.encode("utf-8")
+        self.w(b"X" + struct.pack("<I", len(b)) + b)
+
+    def int_(self, i: int):
+        if -(2**31) <= i < 2**31:
+            self.w(b"J" + struct.pack("<i", i))
+        else:
+            b = i.to_bytes((i.bit_length() + 8) // 8, "little", signed=True)
+            self.w(b"\x8a" + bytes([len(b)]) + b)
+
+    def obj(self, x):
+        if x is None:
+            self.w(b"N")
+        elif x is True:
+            self.w(b"\x88")
+        elif x is False:
+            self.w(b"\x89")
+        elif isinstance(x, Tensor):
+            self.tensor(x)
+        elif isinstance(x, int):
+            self.int_(x)
+        elif isinstance(x, float):
+            self.w(b"G" + struct.pack(">d", x))
+        elif isinstance(x, str):
+            self.str_(x)
+        elif isinstance(x, (dict, OrderedDict)):
+            if isinstance(x, OrderedDict):
+                self.glob("collections", "OrderedDict")
+                self.w(b")R")
+            else:
+                self.w(b"}")
+            if x:
+                self.w(b"(")
+                for k, v in x.items():
+                    self.obj(k)
+                    self.obj(v)
+                self.w(b"u")
+        elif isinstance(x, list):
+            self.w(b"]")
+            if x:
+                self.w(b"(")
+                for v in x:
+                    self.obj(v)
+                self.w(b"e")
+        elif isinstance(x, tuple):
+            self.w(b"(")
+            for v in x:
+                self.obj(v)
+            self.w(b"t")
+        else:
+            raise TypeError(f"candle_bind.save cannot write objects of type {type(x).__name__} "
+                            "(tensors, dicts, lists, tuples, numbers, strings, None and bools)")
+
+    def tensor(self, t: Tensor):
+        from .nn.parameter import Parameter
+
+        is_param = isinstance(t, Parameter)
+        dtype = repr(t.dtype).rsplit(".", 1)[-1]
+        kind = _DTYPE_STORAGE[dtype]
+        # Tensors sharing memory at the same place (tied weights) share one storage record.
+        ident = (t.data_ptr(), tuple(t.shape), tuple(t.stride()), dtype) if t.numel() else None
+        if ident is not None and ident in self.keys:
+            key = self.keys[ident]
+        else:
+            key = str(len(self.storages))
+            self.storages.append(t.contiguous())
+            if ident is not None:
+                self.keys[ident] = key
+        if is_param:
+            self.glob("torch._utils", "_rebuild_parameter")
+            self.w(b"(")
+        self.glob("torch._utils", "_rebuild_tensor_v2")
+        self.w(b"(")
+        self.w(b"(")  # persistent id tuple
+        self.str_("storage")
+        self.glob("torch", kind)
+        self.str_(key)
+        self.str_("cpu")
+        self.int_(t.numel())
+        self.w(b"tQ")
+        self.int_(0)
+        self.obj(tuple(int(s) for s in t.shape))
+        stride, acc = [], 1
+        for s in reversed(t.shape):
+            stride.append(acc)
+            acc *= s
+        self.obj(tuple(reversed(stride)))
+        self.w(b"\x89")
+        self.glob("collections", "OrderedDict")
+        self.w(b")R")
+        self.w(b"tR")
+        if is_param:
+            self.w(b"\x88" if t.requires_grad else b"\x89")
+            self.glob("collections", "OrderedDict")
+            self.w(b")R")
+            self.w(b"tR")
+
+
+def _storage_bytes(t: Tensor) -> bytes:
+    if t.dtype == _C.bfloat16:
+        f32 = t.float().numpy().copy(order="C")
+        return (f32.view(np.uint32) >> 16).astype("<u2").tobytes()
+    return t.numpy().copy(order="C").tobytes()
+
+
+def save(obj: Any, f, pickle_module=None, pickle_protocol=2, _use_new_zipfile_serialization=True) -> None:
+    """torch.save's zip format, readable by `torch.load(weights_only=True)`."""
+    wr = _Writer()
+    wr.w(b"\x80\x02")
+    wr.obj(obj)
+    wr.w(b".")
+    name = "archive"
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_STORED) as zf:
+        zf.writestr(f"{name}/data.pkl", wr.out.getvalue())
+        zf.writestr(f"{name}/byteorder", "little")
+        for i, t in enumerate(wr.storages):
+            zf.writestr(f"{name}/data/{i}", _storage_bytes(t))
+        zf.writestr(f"{name}/version", "3\n")
+    data = buf.getvalue()
+    if isinstance(f, (str, os.PathLike)):
+        with open(os.fspath(f), "wb") as fh:
+            fh.write(data)
+    else:
+        f.write(data)

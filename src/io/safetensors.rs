@@ -1,0 +1,226 @@
+//! safetensors in and out. Files are memory-mapped and validated by the `safetensors` crate (header
+//! size capped, offsets contiguous and in bounds, byte lengths matching dtype × shape) before any
+//! tensor is read; tensors are then copied out of the map in parallel, each straight into its own
+//! buffer (no whole-file read, no second copy).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use ::safetensors::tensor::{Dtype, Metadata, SafeTensors, TensorInfo};
+use candle_core::{Device, Tensor, WithDType};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict};
+
+use crate::dtype::DType;
+use crate::error::{dtype_err, value_err, IntoPyResult};
+use crate::tensor::{cast, PyTensor};
+
+/// Where the bytes live: a memory-mapped file or an owned buffer.
+enum Bytes {
+    Map(memmap2::Mmap),
+    Owned(Vec<u8>),
+}
+
+impl Bytes {
+    fn as_slice(&self) -> &[u8] {
+        match self {
+            Bytes::Map(m) => m,
+            Bytes::Owned(v) => v,
+        }
+    }
+}
+
+fn st_err(e: ::safetensors::SafeTensorError) -> PyErr {
+    value_err(format!("invalid safetensors data: {e}"))
+}
+
+fn our_dtype(d: Dtype) -> PyResult<DType> {
+    Ok(match d {
+        Dtype::BOOL => DType::Bool,
+        Dtype::U8 => DType::U8,
+        Dtype::I32 => DType::I32,
+        Dtype::I64 => DType::I64,
+        Dtype::F16 => DType::F16,
+        Dtype::BF16 => DType::BF16,
+        Dtype::F32 => DType::F32,
+        Dtype::F64 => DType::F64,
+        other => return Err(dtype_err(format!("safetensors dtype {other:?} is not supported by candle_bind"))),
+    })
+}
+
+fn file_dtype(d: DType) -> Dtype {
+    match d {
+        DType::Bool => Dtype::BOOL,
+        DType::U8 => Dtype::U8,
+        DType::I32 => Dtype::I32,
+        DType::I64 => Dtype::I64,
+        DType::F16 => Dtype::F16,
+        DType::BF16 => Dtype::BF16,
+        DType::F32 => Dtype::F32,
+        DType::F64 => Dtype::F64,
+    }
+}
+
+/// Copies little-endian element bytes into a new, aligned buffer of `T`.
+fn typed<T: WithDType>(bytes: &[u8], shape: &[usize]) -> PyResult<Tensor> {
+    let n = bytes.len() / std::mem::size_of::<T>();
+    let mut v: Vec<T> = Vec::with_capacity(n);
+    // SAFETY: the validated length is n·size_of::<T>() bytes; every bit pattern is a valid T for
+    // these plain numeric types; the source may be unaligned, hence a byte copy.
+    unsafe {
+        std::ptr::copy_nonoverlapping(bytes.as_ptr(), v.as_mut_ptr() as *mut u8, n * std::mem::size_of::<T>());
+        v.set_len(n);
+    }
+    Tensor::from_vec(v, shape, &Device::Cpu).py()
+}
+
+fn to_tensor(info: &TensorInfo, data: &[u8]) -> PyResult<PyTensor> {
+    let dt = our_dtype(info.dtype)?;
+    let bytes = &data[info.data_offsets.0..info.data_offsets.1];
+    let t = crate::with_dtype!(dt.candle(), T => typed::<T>(bytes, &info.shape))?;
+    let t = if dt == DType::Bool { cast(&t, DType::U8, DType::Bool)? } else { t };
+    Ok(PyTensor::new(t, dt))
+}
+
+/// An opened safetensors file or buffer: validated header, lazy tensors.
+#[pyclass(name = "SafeOpen", module = "candle_bind")]
+pub struct PySafeOpen {
+    bytes: Arc<Bytes>,
+    header: usize,
+    meta: Metadata,
+}
+
+impl PySafeOpen {
+    fn new(bytes: Bytes) -> PyResult<Self> {
+        let (n, meta) = SafeTensors::read_metadata(bytes.as_slice()).map_err(st_err)?;
+        Ok(PySafeOpen { bytes: Arc::new(bytes), header: 8 + n, meta })
+    }
+    fn data(&self) -> &[u8] {
+        &self.bytes.as_slice()[self.header..]
+    }
+    fn info(&self, name: &str) -> PyResult<&TensorInfo> {
+        self.meta.info(name).ok_or_else(|| pyo3::exceptions::PyKeyError::new_err(format!("File does not contain tensor {name}")))
+    }
+    fn load(&self, name: &str, dtype: Option<DType>, device: &Device) -> PyResult<PyTensor> {
+        let t = to_tensor(self.info(name)?, self.data())?;
+        finish(t, dtype, device)
+    }
+}
+
+fn finish(t: PyTensor, dtype: Option<DType>, device: &Device) -> PyResult<PyTensor> {
+    let d = dtype.unwrap_or(t.dtype);
+    let c = cast(&t.t, t.dtype, d)?;
+    Ok(PyTensor::new(if device.is_cpu() { c } else { c.to_device(device).py()? }, d))
+}
+
+#[pymethods]
+impl PySafeOpen {
+    /// Tensor names in file order (by data offset), as safetensors lists them.
+    fn keys(&self) -> Vec<String> {
+        self.meta.offset_keys()
+    }
+    fn metadata(&self) -> Option<HashMap<String, String>> {
+        self.meta.metadata().clone()
+    }
+    /// (dtype name, shape) of one tensor without reading it.
+    fn info_of(&self, name: &str) -> PyResult<(String, Vec<usize>)> {
+        let i = self.info(name)?;
+        Ok((format!("{:?}", i.dtype), i.shape.clone()))
+    }
+    #[pyo3(signature = (name, dtype=None, device=None))]
+    fn get_tensor(&self, name: &str, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
+        let dev = crate::device::opt_device(device)?;
+        self.load(name, crate::dtype::opt_dtype(dtype)?, &dev)
+    }
+    /// Several tensors at once, copied out in parallel; a dict name → Tensor.
+    #[pyo3(signature = (names=None, dtype=None, device=None))]
+    fn tensors<'py>(
+        &self,
+        py: Python<'py>,
+        names: Option<Vec<String>>,
+        dtype: Option<&Bound<'_, PyAny>>,
+        device: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let names = names.unwrap_or_else(|| self.keys());
+        let (dt, dev) = (crate::dtype::opt_dtype(dtype)?, crate::device::opt_device(device)?);
+        for n in &names {
+            self.info(n)?;
+        }
+        let slots: Vec<std::sync::Mutex<Option<PyResult<PyTensor>>>> = names.iter().map(|_| Default::default()).collect();
+        py.detach(|| {
+            crate::pool::for_each(names.len(), &|i| {
+                let r = self.load(&names[i], dt, &dev);
+                *slots[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
+            })
+        });
+        let out = PyDict::new(py);
+        for (n, s) in names.iter().zip(slots) {
+            let t = s.into_inner().unwrap_or_else(|e| e.into_inner()).unwrap_or_else(|| Err(value_err("tensor not loaded")))?;
+            out.set_item(n, Py::new(py, t)?)?;
+        }
+        Ok(out)
+    }
+}
+
+/// Opens a safetensors file (memory-mapped; FileNotFoundError when missing).
+#[pyfunction]
+pub fn safe_open_file(path: std::path::PathBuf) -> PyResult<PySafeOpen> {
+    let f = std::fs::File::open(&path)?;
+    // SAFETY: the map is read-only; like every mmap-based loader we rely on the file not being
+    // truncated while it is open.
+    let map = unsafe { memmap2::Mmap::map(&f)? };
+    PySafeOpen::new(Bytes::Map(map))
+}
+
+/// Opens safetensors bytes held in memory.
+#[pyfunction]
+pub fn safe_open_bytes(data: &Bound<'_, PyBytes>) -> PyResult<PySafeOpen> {
+    PySafeOpen::new(Bytes::Owned(data.as_bytes().to_vec()))
+}
+
+struct View {
+    dtype: Dtype,
+    shape: Vec<usize>,
+    data: Vec<u8>,
+}
+
+impl ::safetensors::View for View {
+    fn dtype(&self) -> Dtype {
+        self.dtype
+    }
+    fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+    fn data(&self) -> std::borrow::Cow<'_, [u8]> {
+        std::borrow::Cow::Borrowed(&self.data)
+    }
+    fn data_len(&self) -> usize {
+        self.data.len()
+    }
+}
+
+fn tensor_bytes(t: &PyTensor) -> PyResult<Vec<u8>> {
+    let c = t.t.to_device(&Device::Cpu).py()?.flatten_all().py()?;
+    crate::with_dtype!(c.dtype(), T => {
+        let v: Vec<T> = c.to_vec1::<T>().py()?;
+        let bytes = v.len() * std::mem::size_of::<T>();
+        // SAFETY: plain numeric elements viewed as their little-endian bytes.
+        Ok::<Vec<u8>, PyErr>(unsafe { std::slice::from_raw_parts(v.as_ptr() as *const u8, bytes) }.to_vec())
+    })
+}
+
+/// Serialises named tensors (and string metadata) to safetensors bytes.
+#[pyfunction]
+#[pyo3(signature = (tensors, metadata=None))]
+pub fn safetensors_serialize<'py>(
+    py: Python<'py>,
+    tensors: Vec<(String, PyRef<'py, PyTensor>)>,
+    metadata: Option<HashMap<String, String>>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let views: Vec<(String, View)> = tensors
+        .iter()
+        .map(|(n, t)| Ok((n.clone(), View { dtype: file_dtype(t.dtype), shape: t.dims().to_vec(), data: tensor_bytes(t)? })))
+        .collect::<PyResult<_>>()?;
+    let bytes = ::safetensors::tensor::serialize(views, metadata).map_err(st_err)?;
+    Ok(PyBytes::new(py, &bytes))
+}
