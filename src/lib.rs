@@ -62,6 +62,8 @@ mod candle_bind_c {
     #[pymodule_export]
     use crate::nn::conv::{conv, conv_transpose};
     #[pymodule_export]
+    use crate::nn::norm::norm_rows;
+    #[pymodule_export]
     use crate::nn::pool::pool;
     #[pymodule_export]
     use crate::tensor::select::{bucketize, searchsorted, unique};

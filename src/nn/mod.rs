@@ -3,4 +3,5 @@
 
 pub mod activation;
 pub mod conv;
+pub mod norm;
 pub mod pool;

@@ -831,3 +831,178 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
 
 __all__ += ["binary_cross_entropy", "binary_cross_entropy_with_logits", "cross_entropy", "huber_loss", "kl_div",
             "l1_loss", "mse_loss", "nll_loss", "smooth_l1_loss"]
+
+
+# ---------------------------------------------------------------------------------------- normalisation
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """Normalises over the trailing `normalized_shape` dims (one fused Rust pass per row)."""
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if tuple(input.shape[len(input.shape) - len(shape):]) != shape:
+        raise RuntimeError(f"Given normalized_shape={list(shape)}, expected input with shape [*, {', '.join(map(str, shape))}], "
+                           f"but got input of size{list(input.shape)}")
+    n = math.prod(shape)
+    if input.numel() == 0:
+        return input.clone()
+    return _norm_rows(input, n, weight, bias, eps, False)
+
+
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    """x / sqrt(mean(x²) + eps) · weight over the trailing dims; eps None means finfo(dtype).eps."""
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if tuple(input.shape[len(input.shape) - len(shape):]) != shape:
+        raise RuntimeError(f"Given normalized_shape={list(shape)}, expected input with shape [*, {', '.join(map(str, shape))}], "
+                           f"but got input of size{list(input.shape)}")
+    if eps is None:
+        eps = _C_finfo_eps(input.dtype)
+    if input.numel() == 0:
+        return input.clone()
+    return _norm_rows(input, math.prod(shape), weight, None, eps, True)
+
+
+def _norm_rows(input, n, weight, bias, eps, rms):
+    """The fused f32 kernel; float64 keeps its precision through plain ops."""
+    if input.dtype != _C.float64:
+        return _C.norm_rows(input.contiguous(), n, weight, bias, eps, rms)
+    x = input.reshape(-1, n)
+    if rms:
+        y = x * (x.square().mean(-1, keepdim=True) + eps).rsqrt()
+    else:
+        xc = x - x.mean(-1, keepdim=True)
+        y = xc * (xc.square().mean(-1, keepdim=True) + eps).rsqrt()
+    if weight is not None:
+        y = y * weight.reshape(-1).to(y.dtype)
+    if bias is not None:
+        y = y + bias.reshape(-1).to(y.dtype)
+    return y.reshape(input.shape)
+
+
+def _C_finfo_eps(dtype):
+    from .. import finfo
+
+    return finfo(dtype).eps
+
+
+def _channel_shape(input, t):
+    return t.reshape(1, -1, *([1] * (input.dim() - 2))) if input.dim() >= 2 else t
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
+    """Eval: running statistics. Train: batch statistics, running stats updated in place (momentum
+    None = cumulative average, handled by the module)."""
+    if input.dim() < 2:
+        raise ValueError(f"expected 2D or more input (got {input.dim()}D input)")
+    c = input.shape[1]
+    if training:
+        dims = [0] + list(range(2, input.dim()))
+        count = input.numel() // c
+        if count <= 1:
+            raise ValueError(f"Expected more than 1 value per channel when training, got input size {list(input.shape)}")
+        mean = input.mean(dims)
+        var = input.var(dims, unbiased=False)
+        if running_mean is not None and running_var is not None:
+            running_mean.mul_(1 - momentum).add_(mean.to(running_mean.dtype) * momentum)
+            running_var.mul_(1 - momentum).add_(var.to(running_var.dtype) * (momentum * count / (count - 1)))
+    else:
+        if running_mean is None or running_var is None:
+            raise RuntimeError("running_mean and running_var must be defined in evaluation mode")
+        if running_mean.numel() != c:
+            raise RuntimeError(f"running_mean should contain {c} elements not {running_mean.numel()}")
+        mean, var = running_mean, running_var
+    scale = (var + eps).rsqrt()
+    if weight is not None:
+        scale = scale * weight
+    shift = -mean * scale
+    if bias is not None:
+        shift = shift + bias
+    return input * _channel_shape(input, scale.to(input.dtype)) + _channel_shape(input, shift.to(input.dtype))
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    if input.dim() < 2:
+        raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {input.dim()}")
+    n, c = input.shape[0], input.shape[1]
+    if c % num_groups:
+        raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input of shape {list(input.shape)} and num_groups={num_groups}")
+    x = _norm_rows(input, (c // num_groups) * (input.numel() // (n * c)), None, None, eps, False) if input.numel() else input.clone()
+    if weight is not None:
+        x = x * _channel_shape(input, weight)
+    if bias is not None:
+        x = x + _channel_shape(input, bias)
+    return x
+
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,
+                  momentum=0.1, eps=1e-5):
+    n, c = input.shape[0], input.shape[1]
+    spatial = input.numel() // (n * c)
+    if use_input_stats:
+        if running_mean is not None and running_var is not None:
+            flat = input.reshape(n, c, spatial)
+            mean = flat.mean((0, 2))
+            var = flat.var(2, unbiased=True).mean(0) if spatial > 1 else flat.var(2, unbiased=False).mean(0)
+            running_mean.mul_(1 - momentum).add_(mean * momentum)
+            running_var.mul_(1 - momentum).add_(var * momentum)
+        x = _norm_rows(input, spatial, None, None, eps, False)
+    else:
+        x = (input - _channel_shape(input, running_mean)) * _channel_shape(input, (running_var + eps).rsqrt())
+    if weight is not None:
+        x = x * _channel_shape(input, weight)
+    if bias is not None:
+        x = x + _channel_shape(input, bias)
+    return x
+
+
+def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
+    dim = input.dim()
+    if dim < 3:
+        raise ValueError(f"Expected 3D or higher dimensionality input (got {dim} dimensions)")
+    div = (input * input).unsqueeze(1)
+    if dim == 3:
+        div = pad(div, (0, 0, size // 2, (size - 1) // 2))
+        div = avg_pool2d(div, (size, 1), stride=1).squeeze(1)
+    else:
+        sizes = input.shape
+        div = div.reshape(sizes[0], 1, sizes[1], sizes[2], -1)
+        div = pad(div, (0, 0, 0, 0, size // 2, (size - 1) // 2))
+        div = avg_pool3d(div, (size, 1, 1), stride=1).squeeze(1)
+        div = div.reshape(*sizes)
+    div = (div * alpha + k).pow(beta)
+    return input / div
+
+
+# ---------------------------------------------------------------------------------------- attention
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                 enable_gqa=False):
+    """softmax(q kᵀ · scale + mask) v with torch's masks: bool (True = attend) or additive float,
+    broadcast over the batch/head dims; `is_causal` aligns the triangle to the top left as torch
+    does when L ≠ S; rows with every position masked come out as zeros, as torch's safe softmax."""
+    L, S = query.shape[-2], key.shape[-2]
+    scale_factor = 1 / math.sqrt(query.shape[-1]) if scale is None else scale
+    if enable_gqa and query.dim() >= 3 and key.shape[-3] != query.shape[-3]:
+        rep = query.shape[-3] // key.shape[-3]
+        key = key.repeat_interleave(rep, dim=-3)
+        value = value.repeat_interleave(rep, dim=-3)
+    scores = query.matmul(key.transpose(-2, -1))
+    scores *= scale_factor
+    if is_causal:
+        if attn_mask is not None:
+            raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True")
+        causal = _C.ones(L, S, dtype=_C.bool).tril()
+        scores = scores.masked_fill(~causal, float("-inf"))
+    if attn_mask is not None:
+        if attn_mask.dtype == _C.bool:
+            scores = scores.masked_fill(~attn_mask, float("-inf"))
+        else:
+            scores = scores + attn_mask
+    attn = scores.softmax(-1)
+    if is_causal or attn_mask is not None:
+        dead = (scores == float("-inf")).all(-1, keepdim=True)
+        if dead.any().item():
+            attn = attn.masked_fill(dead, 0.0)
+    if dropout_p > 0.0:
+        attn = dropout(attn, dropout_p, True)
+    return attn.matmul(value)
+
+
+__all__ += ["batch_norm", "group_norm", "instance_norm", "layer_norm", "local_response_norm", "rms_norm",
+            "scaled_dot_product_attention"]

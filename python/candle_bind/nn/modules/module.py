@@ -42,12 +42,10 @@ def _to_tensor(value: Any) -> Tensor:
         return value
     mod = type(value).__module__
     if mod.startswith("torch"):
-        import numpy as np
-
-        t = value.detach().cpu()
+        t = value.detach().cpu().contiguous()
         if str(t.dtype) == "torch.bfloat16":
             return _C.from_numpy(t.float().numpy()).to(_C.bfloat16)
-        return _C.from_numpy(np.ascontiguousarray(t.numpy()))
+        return _C.from_numpy(t.numpy())
     return _C.tensor(value)
 
 

@@ -1,0 +1,117 @@
+//! Layer norm and RMS norm over the trailing `n` elements of every row, fused into one pass per row
+//! (statistics, normalisation and the affine transform), rows split over the thread pool.
+
+use candle_core::{Device, Tensor};
+use pyo3::prelude::*;
+
+use crate::dtype::DType;
+use crate::error::{runtime_err, IntoPyResult};
+use crate::tensor::PyTensor;
+
+crate::tensor::kernels::multiversion! {
+    /// One row: y = (x − mean)/sqrt(var + eps)·w + b (or x/sqrt(mean(x²) + eps)·w for RMS norm).
+    fn norm_row<>(x: &[f32], y: &mut [f32], w: Option<&[f32]>, b: Option<&[f32]>, eps: f32, rms: bool) where []
+    {
+        let n = x.len() as f32;
+        // Sums in 16 lanes (vectorised), folded in f64.
+        let (mut s, mut s2) = ([0f32; 16], [0f32; 16]);
+        let chunks = x.chunks_exact(16);
+        let rest = chunks.remainder();
+        for c in chunks {
+            for l in 0..16 {
+                s[l] += c[l];
+                s2[l] += c[l] * c[l];
+            }
+        }
+        let sum: f64 = s.iter().map(|&v| v as f64).sum::<f64>() + rest.iter().map(|&v| v as f64).sum::<f64>();
+        let (mean, var) = if rms {
+            // RMS norm: no centring, the mean of squares.
+            let sq: f64 = s2.iter().map(|&v| v as f64).sum::<f64>() + rest.iter().map(|&v| (v * v) as f64).sum::<f64>();
+            (0.0f32, (sq / n as f64) as f32)
+        } else {
+            // Two-pass variance (centred), as accurate as torch's Welford.
+            let mean = (sum / n as f64) as f32;
+            let mut c2 = [0f32; 16];
+            let chunks = x.chunks_exact(16);
+            let rest = chunks.remainder();
+            for c in chunks {
+                for l in 0..16 {
+                    let d = c[l] - mean;
+                    c2[l] += d * d;
+                }
+            }
+            let cs: f64 = c2.iter().map(|&v| v as f64).sum::<f64>() + rest.iter().map(|&v| ((v - mean) * (v - mean)) as f64).sum::<f64>();
+            (mean, (cs / n as f64) as f32)
+        };
+        let inv = 1.0 / (var + eps).sqrt();
+        match (w, b) {
+            (Some(w), Some(b)) => {
+                for i in 0..x.len() {
+                    y[i] = (x[i] - mean) * inv * w[i] + b[i];
+                }
+            }
+            (Some(w), None) => {
+                for i in 0..x.len() {
+                    y[i] = (x[i] - mean) * inv * w[i];
+                }
+            }
+            (None, Some(b)) => {
+                for i in 0..x.len() {
+                    y[i] = (x[i] - mean) * inv + b[i];
+                }
+            }
+            (None, None) => {
+                for i in 0..x.len() {
+                    y[i] = (x[i] - mean) * inv;
+                }
+            }
+        }
+    }
+}
+
+fn f32_values(t: &Tensor) -> PyResult<Vec<f32>> {
+    t.to_device(&Device::Cpu).py()?.to_dtype(candle_core::DType::F32).py()?.flatten_all().py()?.to_vec1::<f32>().py()
+}
+
+/// Normalises every row of `n` trailing elements (layer norm, or RMS norm when `rms`).
+#[pyfunction]
+#[pyo3(signature = (input, n, weight=None, bias=None, eps=1e-5, rms=false))]
+pub fn norm_rows(input: &PyTensor, n: usize, weight: Option<&PyTensor>, bias: Option<&PyTensor>, eps: f64, rms: bool) -> PyResult<PyTensor> {
+    if !input.dtype.is_float() {
+        return Err(runtime_err(format!("\"LayerNormKernelImpl\" not implemented for '{}'", input.dtype.title())));
+    }
+    let total = input.numel();
+    if n == 0 || total % n != 0 {
+        return Err(runtime_err(format!("norm: {n} does not divide the input's {total} elements")));
+    }
+    for (name, p) in [("weight", weight), ("bias", bias)] {
+        if let Some(p) = p {
+            if p.numel() != n {
+                return Err(crate::error::shape_err(format!("norm: {name} has {} elements, expected {n}", p.numel())));
+            }
+        }
+    }
+    let x = f32_values(&input.t)?;
+    let w = weight.map(|w| f32_values(&w.t)).transpose()?;
+    let b = bias.map(|b| f32_values(&b.t)).transpose()?;
+    let mut y = crate::tensor::kernels::uninit_vec::<f32>(total);
+    let rows = total / n;
+    let eps = eps as f32;
+    let per = (16384 / n).max(1);
+    let mut work = || {
+        crate::pool::chunks_mut(&mut y, per * n, |i, out| {
+            for (r, o) in out.chunks_mut(n).enumerate() {
+                let row = i * per + r;
+                norm_row(&x[row * n..(row + 1) * n], o, w.as_deref(), b.as_deref(), eps, rms);
+            }
+        })
+    };
+    if total >= crate::tensor::kernels::PAR_THRESHOLD && rows > 1 {
+        Python::attach(|py| py.detach(&mut work));
+    } else {
+        work();
+    }
+    let out = Tensor::from_vec(y, input.dims(), &Device::Cpu).py()?;
+    let out = if input.dtype == DType::F32 { out } else { out.to_dtype(input.dtype.candle()).py()? };
+    Ok(PyTensor::new(out.to_device(input.t.device()).py()?, input.dtype))
+}
