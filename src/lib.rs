@@ -58,6 +58,8 @@ mod candle_bind_c {
         softshrink, softsign, tanhshrink, threshold,
     };
     #[pymodule_export]
+    use crate::io::gguf::{gguf_read, gguf_write, qmatmul, quantize, PyQTensor};
+    #[pymodule_export]
     use crate::io::safetensors::{safe_open_bytes, safe_open_file, safetensors_serialize, PySafeOpen};
     #[pymodule_export]
     use crate::nn::conv::{conv, conv_transpose};

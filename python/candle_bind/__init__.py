@@ -51,7 +51,7 @@ from ._size import Size
 from . import return_types
 from ._tensor import take_along_dim
 from . import nn  # noqa: E402
-from . import safetensors  # noqa: E402
+from . import gguf, safetensors  # noqa: E402
 from .serialization import load, save  # noqa: E402
 
 __version__ = _C.__version__

@@ -10,7 +10,7 @@ from .. import init
 from ..parameter import Parameter
 from .module import Module
 
-__all__ = ["Identity", "Linear", "Bilinear", "LazyLinear"]
+__all__ = ["Identity", "Linear", "Bilinear", "LazyLinear", "QuantizedLinear"]
 
 
 class Identity(Module):
@@ -75,3 +75,26 @@ class Bilinear(Module):
 class LazyLinear(Module):
     def __init__(self, *args, **kwargs):
         raise NotImplementedError("LazyLinear is not supported by candle_bind yet: give in_features to nn.Linear")
+
+
+class QuantizedLinear(Module):
+    """A Linear whose weight is a GGUF QTensor (out_features, in_features): the matmul runs on the
+    quantized blocks (Candle's kernels). The bias, if any, is a plain tensor."""
+
+    def __init__(self, weight, bias=None):
+        super().__init__()
+        self.qweight = weight
+        self.out_features, self.in_features = weight.shape
+        if bias is not None:
+            self.bias = Parameter(bias)
+        else:
+            self.register_parameter("bias", None)
+
+    def forward(self, input):
+        out = _C.qmatmul(input, self.qweight)
+        if self.bias is not None:
+            out += self.bias
+        return out
+
+    def extra_repr(self) -> str:
+        return f"in_features={self.in_features}, out_features={self.out_features}, ggml_dtype={self.qweight.ggml_dtype}"
