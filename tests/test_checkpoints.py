@@ -284,3 +284,73 @@ def test_bounded_fuzz_of_loaders():
                 crashes += 1
                 print("unexpected", type(e).__name__, e)
     assert crashes == 0
+
+
+def resnet18(lib):
+    """torchvision's ResNet-18, key for key (so its checkpoints load), written against either library."""
+    nn_ = lib.nn
+
+    class BasicBlock(nn_.Module):
+        def __init__(self, cin, cout, stride):
+            super().__init__()
+            self.conv1 = nn_.Conv2d(cin, cout, 3, stride, 1, bias=False)
+            self.bn1 = nn_.BatchNorm2d(cout)
+            self.relu = nn_.ReLU(inplace=True)
+            self.conv2 = nn_.Conv2d(cout, cout, 3, 1, 1, bias=False)
+            self.bn2 = nn_.BatchNorm2d(cout)
+            self.downsample = None
+            if stride != 1 or cin != cout:
+                self.downsample = nn_.Sequential(nn_.Conv2d(cin, cout, 1, stride, bias=False), nn_.BatchNorm2d(cout))
+
+        def forward(self, x):
+            identity = x if self.downsample is None else self.downsample(x)
+            out = self.relu(self.bn1(self.conv1(x)))
+            out = self.bn2(self.conv2(out))
+            out += identity
+            return self.relu(out)
+
+    class ResNet(nn_.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = nn_.Conv2d(3, 64, 7, 2, 3, bias=False)
+            self.bn1 = nn_.BatchNorm2d(64)
+            self.relu = nn_.ReLU(inplace=True)
+            self.maxpool = nn_.MaxPool2d(3, 2, 1)
+            for i, (a, b, s) in enumerate([(64, 64, 1), (64, 128, 2), (128, 256, 2), (256, 512, 2)], 1):
+                setattr(self, f"layer{i}", nn_.Sequential(BasicBlock(a, b, s), BasicBlock(b, b, 1)))
+            self.avgpool = nn_.AdaptiveAvgPool2d((1, 1))
+            self.fc = nn_.Linear(512, 1000)
+
+        def forward(self, x):
+            x = self.maxpool(self.relu(self.bn1(self.conv1(x))))
+            x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
+            return self.fc(lib.flatten(self.avgpool(x), 1))
+
+    return ResNet()
+
+
+def test_resnet18_checkpoint_all_122_entries(tmp_path):
+    torch.manual_seed(0)
+    t = resnet18(torch)
+    g = torch.Generator().manual_seed(1)
+    with torch.no_grad():  # trained-looking BatchNorm statistics
+        for name, b in t.named_buffers():
+            if "running_mean" in name:
+                b.copy_(torch.randn(b.shape, generator=g) * 0.1)
+            elif "running_var" in name:
+                b.copy_(torch.rand(b.shape, generator=g) + 0.5)
+            elif "num_batches_tracked" in name:
+                b.fill_(1234)
+    t.eval()
+    torch.save(t.state_dict(), tmp_path / "resnet18.pth")
+    sd = cb.load(tmp_path / "resnet18.pth")
+    assert len(sd) == 122 and sum("num_batches_tracked" in k for k in sd) == 20
+    ours = resnet18(cb)
+    res = ours.load_state_dict(sd)
+    assert res.missing_keys == [] and res.unexpected_keys == []
+    assert ours.layer1[0].bn1.num_batches_tracked.item() == 1234
+    ours.eval()
+    x = make((1, 3, 224, 224), seed=5)
+    with torch.no_grad():
+        ref = t(x)
+    assert_same(ours(to_cb(x)), ref, atol=2e-3, rtol=1e-3)
