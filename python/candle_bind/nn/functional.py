@@ -1006,3 +1006,101 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
 
 __all__ += ["batch_norm", "group_norm", "instance_norm", "layer_norm", "local_response_norm", "rms_norm",
             "scaled_dot_product_attention"]
+
+
+# ---------------------------------------------------------------------------------------- resampling
+def _source_index(out_size, in_size, scale, align_corners, cubic=False):
+    """torch's area_pixel_compute_source_index for every output position."""
+    idx = _C.arange(out_size, dtype=_C.float64)
+    if align_corners:
+        ratio = (in_size - 1) / (out_size - 1) if out_size > 1 else 0.0
+        return idx * ratio
+    src = (idx + 0.5) * scale - 0.5
+    return src if cubic else src.clamp_min(0.0)
+
+
+def _cubic_weights(t, A=-0.75):
+    def near(x):  # |x| <= 1
+        return ((A + 2) * x - (A + 3)) * x * x + 1
+
+    def far(x):  # 1 < |x| < 2
+        return ((A * x - 5 * A) * x + 8 * A) * x - 4 * A
+
+    return [far(t + 1), near(t), near(1 - t), far(2 - t)]
+
+
+def _along(x, d, idx):
+    return x.index_select(d, idx.long())
+
+
+def _weights_shape(w, x, d):
+    shape = [1] * x.dim()
+    shape[d] = w.shape[0]
+    return w.reshape(*shape).to(x.dtype)
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None, recompute_scale_factor=None,
+                antialias=False):
+    """torch's F.interpolate for nearest, nearest-exact, (bi/tri)linear, bicubic and area, with size
+    or scale_factor, align_corners and recompute_scale_factor; separable, one spatial dim at a time."""
+    n = input.dim() - 2
+    if n < 1:
+        raise ValueError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.dim()}D) for the modes: nearest | linear | bilinear | bicubic | trilinear | area | nearest-exact (got {mode})")
+    expected = {"linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3}
+    if mode in expected and expected[mode] != n:
+        raise NotImplementedError(f"Got {input.dim()}D input, but {mode} mode needs {expected[mode] + 2}D input")
+    if mode in ("nearest", "area", "nearest-exact") and align_corners is not None:
+        raise ValueError("align_corners option can only be set with the interpolating modes: linear | bilinear | bicubic | trilinear")
+    if (size is None) == (scale_factor is None):
+        raise ValueError("only one of size or scale_factor should be defined")
+    spatial = list(input.shape[2:])
+    if size is not None:
+        out = list(size) if isinstance(size, (list, tuple)) else [int(size)] * n
+        if len(out) != n:
+            raise ValueError(f"Input and output must have the same number of spatial dimensions, but got input with spatial dimensions of {spatial} and output size of {out}.")
+        scales = [None] * n
+    else:
+        sf = list(scale_factor) if isinstance(scale_factor, (list, tuple)) else [float(scale_factor)] * n
+        out = [int(math.floor(s * f)) for s, f in zip(spatial, sf)]
+        scales = [None if recompute_scale_factor else f for f in sf]
+    if mode == "area":
+        return (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d)[n - 1](input, out)
+    ac = bool(align_corners)
+    x = input
+    for i in range(n):
+        d = 2 + i
+        L, O = spatial[i], out[i]
+        if O == L and scales[i] in (None, 1.0) and mode != "bicubic":
+            continue
+        scale = (L / O) if scales[i] is None else 1.0 / scales[i]
+        if mode in ("nearest", "nearest-exact"):
+            pos = _C.arange(O, dtype=_C.float64)
+            src = (pos * scale) if mode == "nearest" else ((pos + 0.5) * scale)
+            x = _along(x, d, src.floor().clamp(0, L - 1))
+        elif mode in ("linear", "bilinear", "trilinear"):
+            src = _source_index(O, L, scale, ac)
+            i0 = src.floor().clamp(0, L - 1)
+            i1 = (i0 + 1).clamp(max=L - 1)
+            w = src - i0
+            x = _along(x, d, i0) * _weights_shape(1 - w, x, d) + _along(x, d, i1) * _weights_shape(w, x, d)
+        elif mode == "bicubic":
+            src = _source_index(O, L, scale, ac, cubic=True)
+            i0 = src.floor()
+            t = src - i0
+            ws = _cubic_weights(t)
+            acc = None
+            for k in range(4):
+                idx = (i0 + (k - 1)).clamp(0, L - 1)
+                term = _along(x, d, idx) * _weights_shape(ws[k], x, d)
+                acc = term if acc is None else acc + term
+            x = acc
+        else:
+            raise NotImplementedError(f"Input Error: unsupported interpolation mode {mode!r}")
+    return x if x is not input else input.clone()
+
+
+def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+__all__ += ["interpolate", "upsample"]

@@ -1,0 +1,81 @@
+"""F.interpolate / Upsample and both weight-norm APIs against torch."""
+
+import pytest
+import torch
+
+import candle_bind as cb
+from candle_bind import nn
+import candle_bind.nn.functional as F
+from conftest import assert_same, check_layer, make, to_cb
+
+SIZES = [dict(size=(9, 4)), dict(scale_factor=2), dict(scale_factor=1.7), dict(scale_factor=(0.6, 1.5)),
+         dict(scale_factor=1.7, recompute_scale_factor=True)]
+
+
+@pytest.mark.parametrize("mode", ["nearest", "nearest-exact", "bilinear", "bicubic", "area"])
+@pytest.mark.parametrize("kw", SIZES, ids=[str(i) for i in range(len(SIZES))])
+def test_interpolate_2d(mode, kw):
+    x = make((2, 3, 5, 7), seed=1)
+    for ac in ([None] if mode in ("nearest", "nearest-exact", "area") else [False, True]):
+        assert_same(F.interpolate(to_cb(x), mode=mode, align_corners=ac, **kw),
+                    torch.nn.functional.interpolate(x, mode=mode, align_corners=ac, **kw), atol=1e-5)
+
+
+@pytest.mark.parametrize("mode,shape", [("linear", (2, 3, 9)), ("nearest", (2, 3, 9)), ("trilinear", (1, 2, 3, 4, 5)),
+                                        ("nearest", (1, 2, 3, 4, 5)), ("area", (1, 2, 6, 4, 5))])
+def test_interpolate_1d_3d(mode, shape):
+    x = make(shape, seed=2)
+    n = len(shape) - 2
+    for kw in [dict(scale_factor=2), dict(size=[5] * n)]:
+        for ac in ([None] if mode in ("nearest", "area") else [False, True]):
+            assert_same(F.interpolate(to_cb(x), mode=mode, align_corners=ac, **kw),
+                        torch.nn.functional.interpolate(x, mode=mode, align_corners=ac, **kw), atol=1e-5)
+
+
+def test_upsample_modules():
+    x = make((1, 2, 4, 5), seed=3)
+    for t, c in [(torch.nn.Upsample(scale_factor=2, mode="bilinear", align_corners=True), nn.Upsample(scale_factor=2, mode="bilinear", align_corners=True)),
+                 (torch.nn.UpsamplingNearest2d(scale_factor=3), nn.UpsamplingNearest2d(scale_factor=3)),
+                 (torch.nn.UpsamplingBilinear2d(size=(7, 3)), nn.UpsamplingBilinear2d(size=(7, 3)))]:
+        check_layer(t, c, x, atol=1e-5)
+        assert repr(c) == repr(t)
+    with pytest.raises(ValueError, match="only one of size or scale_factor"):
+        F.interpolate(cb.zeros(1, 1, 4, 4))
+    with pytest.raises(ValueError, match="align_corners"):
+        F.interpolate(cb.zeros(1, 1, 4, 4), scale_factor=2, align_corners=True)
+
+
+@pytest.mark.filterwarnings("ignore:.*weight_norm.* is deprecated")
+@pytest.mark.parametrize("dim", [0, 1, None])
+def test_weight_norm_both_apis(dim):
+    torch.manual_seed(0)
+    t = torch.nn.utils.weight_norm(torch.nn.Conv1d(3, 4, 3), dim=dim)
+    c = nn.utils.weight_norm(nn.Conv1d(3, 4, 3), dim=dim)
+    assert list(c.state_dict()) == list(t.state_dict())
+    x = make((2, 3, 8), seed=4)
+    check_layer(t, c, x, atol=1e-5)
+    t2 = torch.nn.utils.parametrizations.weight_norm(torch.nn.ConvTranspose1d(3, 4, 3), dim=0 if dim is None else dim)
+    c2 = nn.utils.parametrizations.weight_norm(nn.ConvTranspose1d(3, 4, 3), dim=0 if dim is None else dim)
+    assert list(c2.state_dict()) == list(t2.state_dict())
+    check_layer(t2, c2, x, atol=1e-5)
+    nn.utils.remove_weight_norm(c)
+    assert list(c.state_dict()) == ["bias", "weight"]
+    with torch.no_grad():
+        ref = t(x)
+    assert_same(c(to_cb(x)), ref, atol=1e-5)
+
+
+def test_pack_pad_sequences():
+    seqs = [make((5, 3), seed=5), make((2, 3), seed=6), make((4, 3), seed=7)]
+    tp = torch.nn.utils.rnn.pad_sequence(seqs, batch_first=True)
+    cp = nn.utils.rnn.pad_sequence([to_cb(s) for s in seqs], batch_first=True)
+    assert_same(cp, tp)
+    lengths = [5, 2, 4]
+    tpk = torch.nn.utils.rnn.pack_padded_sequence(tp, lengths, batch_first=True, enforce_sorted=False)
+    cpk = nn.utils.rnn.pack_padded_sequence(cp, lengths, batch_first=True, enforce_sorted=False)
+    assert_same(cpk.data, tpk.data)
+    assert_same(cpk.batch_sizes, tpk.batch_sizes)
+    out, lens = nn.utils.rnn.pad_packed_sequence(cpk, batch_first=True)
+    tout, tlens = torch.nn.utils.rnn.pad_packed_sequence(tpk, batch_first=True)
+    assert_same(out, tout)
+    assert_same(lens, tlens)
