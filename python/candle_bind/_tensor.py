@@ -39,6 +39,9 @@ def _install() -> None:
             setattr(Tensor, name + "_", _make_inplace(name))
     Tensor.take_along_dim = take_along_dim
     Tensor.unique = unique
+    # copy.deepcopy (used by nn.TransformerEncoder to clone layers) and copy.copy.
+    Tensor.__deepcopy__ = lambda self, memo: memo.setdefault(id(self), self.clone())
+    Tensor.__copy__ = lambda self: self.clone()
 
 
 def unique(self, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002 - torch's names
