@@ -1,0 +1,87 @@
+"""RNN, LSTM, GRU and cells against torch: layers, directions, batch_first, projections, initial
+states, unbatched and packed inputs."""
+
+import pytest
+import torch
+
+import candle_bind as cb
+from candle_bind import nn
+from conftest import assert_same, make, to_cb
+
+
+def pair(name, *args, **kwargs):
+    torch.manual_seed(0)
+    return getattr(torch.nn, name)(*args, **kwargs), getattr(nn, name)(*args, **kwargs)
+
+
+def compare(t, c, *inputs, atol=1e-5):
+    assert list(c.state_dict()) == list(t.state_dict())
+    c.load_state_dict(t.state_dict())
+    with torch.no_grad():
+        ref = t(*inputs)
+    conv = lambda x: tuple(conv(i) for i in x) if isinstance(x, tuple) else (to_cb(x) if isinstance(x, torch.Tensor) else x)  # noqa: E731
+    ours = c(*[conv(i) for i in inputs])
+    assert_same(ours, ref, atol=atol)
+
+
+CONFIGS = [{}, {"num_layers": 2}, {"bidirectional": True}, {"num_layers": 2, "bidirectional": True, "batch_first": True},
+           {"bias": False}]
+
+
+@pytest.mark.parametrize("name", ["RNN", "LSTM", "GRU"])
+@pytest.mark.parametrize("kw", CONFIGS, ids=[str(i) for i in range(len(CONFIGS))])
+def test_recurrent_layers(name, kw):
+    t, c = pair(name, 5, 7, **kw)
+    t.eval(), c.eval()
+    x = make((3, 6, 5) if kw.get("batch_first") else (6, 3, 5), seed=1)
+    compare(t, c, x)
+    d = (2 if kw.get("bidirectional") else 1) * kw.get("num_layers", 1)
+    h0 = make((d, 3, 7), seed=2)
+    compare(t, c, x, (h0, make((d, 3, 7), seed=3)) if name == "LSTM" else h0)
+    compare(t, c, x[:, 0] if kw.get("batch_first") else x[:, 0])  # unbatched
+
+
+@pytest.mark.filterwarnings("ignore:LSTM with projections")
+def test_rnn_relu_lstm_proj():
+    t, c = pair("RNN", 4, 6, nonlinearity="relu", num_layers=2)
+    compare(t, c, make((5, 2, 4), seed=4))
+    t, c = pair("LSTM", 4, 8, proj_size=3, num_layers=2, bidirectional=True)
+    compare(t, c, make((5, 2, 4), seed=5))
+
+
+@pytest.mark.parametrize("name", ["LSTM", "GRU"])
+def test_packed_sequences(name):
+    t, c = pair(name, 4, 5, bidirectional=True, batch_first=True)
+    x = make((3, 6, 4), seed=6)
+    lengths = [4, 6, 2]
+    tp = torch.nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
+    cp = nn.utils.rnn.pack_padded_sequence(to_cb(x), lengths, batch_first=True, enforce_sorted=False)
+    c.load_state_dict(t.state_dict())
+    with torch.no_grad():
+        ro, rh = t(tp)
+    co, ch = c(cp)
+    assert_same(co.data, ro.data, atol=1e-5)
+    assert_same(ch, rh, atol=1e-5)
+    pad_c, _ = nn.utils.rnn.pad_packed_sequence(co, batch_first=True)
+    pad_t, _ = torch.nn.utils.rnn.pad_packed_sequence(ro, batch_first=True)
+    assert_same(pad_c, pad_t, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["RNNCell", "LSTMCell", "GRUCell"])
+def test_cells(name):
+    t, c = pair(name, 4, 6)
+    x = make((3, 4), seed=7)
+    compare(t, c, x)
+    h = make((3, 6), seed=8)
+    compare(t, c, x, (h, make((3, 6), seed=9)) if name == "LSTMCell" else h)
+    compare(t, c, x[0])
+
+
+def test_rnn_errors():
+    m = nn.LSTM(4, 5)
+    with pytest.raises(RuntimeError, match="input_size"):
+        m(cb.zeros(3, 2, 7))
+    with pytest.raises(RuntimeError, match="Expected hidden size"):
+        m(cb.zeros(3, 2, 4), (cb.zeros(2, 2, 5), cb.zeros(1, 2, 5)))
+    with pytest.raises(ValueError):
+        nn.LSTM(4, 5, proj_size=5)
