@@ -79,3 +79,21 @@ def test_pack_pad_sequences():
     tout, tlens = torch.nn.utils.rnn.pad_packed_sequence(tpk, batch_first=True)
     assert_same(out, tout)
     assert_same(lens, tlens)
+
+
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_affine_grid_and_grid_sample(align_corners):
+    theta = torch.tensor([[[0.9, -0.3, 0.1], [0.2, 1.1, -0.2]], [[1.3, 0.0, 0.4], [0.0, 0.7, 0.3]]])
+    size = (2, 3, 5, 6)
+    g = torch.nn.functional.affine_grid(theta, size, align_corners=align_corners)
+    cg = F.affine_grid(to_cb(theta), size, align_corners=align_corners)
+    assert_same(cg, g, atol=1e-6)
+    x = make(size, seed=9)
+    for mode in ["bilinear", "nearest"]:
+        for pad in ["zeros", "border", "reflection"]:
+            ref = torch.nn.functional.grid_sample(x, g, mode=mode, padding_mode=pad, align_corners=align_corners)
+            ours = F.grid_sample(to_cb(x), cg, mode=mode, padding_mode=pad, align_corners=align_corners)
+            assert_same(ours, ref, atol=1e-5)
+    t3 = torch.randn(1, 3, 4, generator=torch.Generator().manual_seed(0))
+    assert_same(F.affine_grid(to_cb(t3), (1, 1, 2, 3, 4), align_corners=align_corners),
+                torch.nn.functional.affine_grid(t3, (1, 1, 2, 3, 4), align_corners=align_corners), atol=1e-6)

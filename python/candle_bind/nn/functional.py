@@ -1104,3 +1104,80 @@ def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=
 
 
 __all__ += ["interpolate", "upsample"]
+
+
+def affine_grid(theta, size, align_corners=False):
+    """Sampling grid (N, H, W, 2) — or (N, D, H, W, 3) — for the affine maps in `theta`."""
+    size = list(size)
+    spatial = size[2:]
+    if len(spatial) not in (2, 3) or tuple(theta.shape[1:]) != (len(spatial), len(spatial) + 1):
+        raise ValueError(f"Expected a batch of {len(spatial)}D affine matrices of shape Nx{len(spatial)}x{len(spatial) + 1} for size {size}. Got {list(theta.shape)}.")
+
+    def coords(n):
+        if n <= 1:
+            return _C.zeros(max(n, 1), dtype=theta.dtype)
+        if align_corners:
+            return _C.arange(n, dtype=theta.dtype) * (2.0 / (n - 1)) - 1
+        return (_C.arange(n, dtype=theta.dtype) * 2 + 1) / n - 1
+
+    axes = [coords(n) for n in reversed(spatial)]  # x, y(, z): innermost first
+    grids = []
+    mesh_shape = list(spatial)
+    for i, a in enumerate(axes):
+        shape = [1] * len(spatial)
+        shape[len(spatial) - 1 - i] = a.shape[0]
+        grids.append(a.reshape(*shape).expand(*mesh_shape))
+    grids.append(_C.ones(*mesh_shape, dtype=theta.dtype))
+    base = _C.stack(grids, -1).reshape(1, -1, len(spatial) + 1)
+    out = base.matmul(theta.transpose(1, 2))
+    return out.reshape(size[0], *spatial, len(spatial))
+
+
+def _grid_coord(g, n, align_corners, padding_mode):
+    x = (g + 1) / 2 * (n - 1) if align_corners else ((g + 1) * n - 1) / 2
+    if padding_mode == "border":
+        x = x.clamp(0, n - 1)
+    elif padding_mode == "reflection":
+        lo, hi = (0.0, n - 1.0) if align_corners else (-0.5, n - 0.5)
+        span = hi - lo
+        if span <= 0:
+            x = x * 0
+        else:
+            t = (x - lo).abs()
+            flips = (t / span).floor()
+            extra = t - flips * span
+            x = _C.where(flips % 2 == 0, extra + lo, span - extra + lo)
+            x = x.clamp(0, n - 1)
+    return x
+
+
+def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
+    """2-D grid sampling (bilinear or nearest; zeros, border or reflection padding) as torch's."""
+    if input.dim() != 4:
+        raise NotImplementedError("grid_sample: only 4-D inputs (N, C, H, W) are supported by candle_bind so far")
+    if mode not in ("bilinear", "nearest"):
+        raise NotImplementedError(f"grid_sample: mode {mode!r} is not supported by candle_bind yet")
+    if padding_mode not in ("zeros", "border", "reflection"):
+        raise ValueError(f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', 'border', or 'reflection', but got: '{padding_mode}'")
+    ac = bool(align_corners)
+    N, C, H, W = input.shape
+    Ho, Wo = grid.shape[1], grid.shape[2]
+    x = _grid_coord(grid[..., 0].to(input.dtype), W, ac, padding_mode)
+    y = _grid_coord(grid[..., 1].to(input.dtype), H, ac, padding_mode)
+    flat = input.reshape(N, C, H * W)
+
+    def tap(xi, yi):
+        inside = (xi >= 0) & (xi <= W - 1) & (yi >= 0) & (yi <= H - 1)
+        idx = (yi.clamp(0, H - 1) * W + xi.clamp(0, W - 1)).long().reshape(N, 1, Ho * Wo).expand(N, C, Ho * Wo)
+        vals = flat.gather(2, idx).reshape(N, C, Ho, Wo)
+        return vals * inside.unsqueeze(1).to(input.dtype)
+
+    if mode == "nearest":
+        return tap(x.round(), y.round())
+    x0, y0 = x.floor(), y.floor()
+    wx, wy = (x - x0).unsqueeze(1), (y - y0).unsqueeze(1)
+    return (tap(x0, y0) * (1 - wx) * (1 - wy) + tap(x0 + 1, y0) * wx * (1 - wy)
+            + tap(x0, y0 + 1) * (1 - wx) * wy + tap(x0 + 1, y0 + 1) * wx * wy)
+
+
+__all__ += ["affine_grid", "grid_sample"]
