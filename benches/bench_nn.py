@@ -96,3 +96,27 @@ def resnet18(m):
 
 
 layer("ResNet-18-shaped forward (no BN), x (1,3,224,224)", resnet18, (1, 3, 224, 224), 3)
+
+# nn part 2: normalisation, attention, recurrence, resampling, a transformer stack.
+layer("LayerNorm 384, x (4,128,384)", lambda m: m.LayerNorm(384), (4, 128, 384), 50)
+layer("LayerNorm 768, x (8,512,768)", lambda m: m.LayerNorm(768), (8, 512, 768), 10)
+layer("RMSNorm 768, x (8,512,768)", lambda m: m.RMSNorm(768, eps=1e-6), (8, 512, 768), 10)
+layer("BatchNorm2d 64 eval, x (8,64,56,56)", lambda m: m.BatchNorm2d(64), (8, 64, 56, 56), 10)
+layer("Upsample bilinear x2, x (1,64,64,64)", lambda m: m.Upsample(scale_factor=2, mode="bilinear"), (1, 64, 64, 64), 10)
+
+
+def sdpa(name, shape, causal, number):
+    q = torch.randn(*shape)
+    cq = cb.from_numpy(q.numpy())
+    tt = best(lambda: torch.nn.functional.scaled_dot_product_attention(q, q, q, is_causal=causal), number)
+    ct = best(lambda: nn.functional.scaled_dot_product_attention(cq, cq, cq, is_causal=causal), number)
+    print(f"{name:<46} {tt * 1e6:>10.1f} {ct * 1e6:>10.1f} {ct / tt:>7.2f}")
+
+
+sdpa("SDPA causal (1,12,128,64)", (1, 12, 128, 64), True, 20)
+sdpa("SDPA (8,12,128,64)", (8, 12, 128, 64), False, 5)
+layer("LSTM 2 layers h256, x (35,4,256)", lambda m: m.LSTM(256, 256, 2), (35, 4, 256), 5)
+layer("GRU 2 layers h256, x (35,4,256)", lambda m: m.GRU(256, 256, 2), (35, 4, 256), 5)
+layer("TransformerEncoder 6x d512, x (128,1,512)",
+      lambda m: m.TransformerEncoder(m.TransformerEncoderLayer(512, 8, 2048, dropout=0.0), 6, enable_nested_tensor=False)
+      if m is torch.nn else m.TransformerEncoder(m.TransformerEncoderLayer(512, 8, 2048, dropout=0.0), 6), (128, 1, 512), 3)

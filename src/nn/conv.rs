@@ -11,6 +11,8 @@ use crate::error::{runtime_err, shape_err, IntoPyResult};
 use crate::tensor::linalg::{gemm_slices, Elem};
 use crate::tensor::PyTensor;
 
+use super::Ptr;
+
 /// Geometry of one convolution, spatial dims padded to 3 (leading ones).
 struct Geo {
     len: [usize; 3],
@@ -103,21 +105,6 @@ impl Geo {
                 }
             }
         }
-    }
-}
-
-#[derive(Clone, Copy)]
-struct Ptr<T>(*mut T);
-// SAFETY: tasks write disjoint blocks of the buffer, which outlives them.
-unsafe impl<T> Send for Ptr<T> {}
-unsafe impl<T> Sync for Ptr<T> {}
-impl<T> Ptr<T> {
-    /// The block `i` of `len` elements.
-    ///
-    /// # Safety
-    /// The block must be in bounds and no other task may use it at the same time.
-    unsafe fn block<'a>(&self, i: usize, len: usize) -> &'a mut [T] {
-        unsafe { std::slice::from_raw_parts_mut(self.0.add(i * len), len) }
     }
 }
 

@@ -998,6 +998,18 @@ pub fn matmul(a: &PyTensor, b: &PyTensor) -> PyResult<PyTensor> {
             fmt(b.dims())
         )));
     }
+    // A batched left operand times one matrix (x @ W.T in every Linear): fold the batch into the
+    // rows and run one big product instead of one per batch element.
+    if ra >= 3 && rb == 2 && a.dtype.is_float() {
+        let (m, n) = (da[da.len() - 2], db[1]);
+        let lead: Vec<usize> = da[..da.len() - 2].to_vec();
+        let rows: usize = lead.iter().product::<usize>() * m;
+        let flat = PyTensor::new(ta.reshape((rows, k1)).py()?, a.dtype);
+        let out = matmul(&flat, b)?;
+        let mut dims = lead;
+        dims.extend([m, n]);
+        return Ok(PyTensor::new(out.t.reshape(dims).py()?, a.dtype));
+    }
     let batch = broadcast_dims(&da[..da.len() - 2], &db[..db.len() - 2])?;
     let work = |ta: Tensor, tb: Tensor| -> PyResult<Tensor> {
         let float = a.dtype.is_float();

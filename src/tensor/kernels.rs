@@ -85,9 +85,9 @@ fn row_offsets<const N: usize>(dims: &[usize], strides: &[&[usize]; N], base: [u
 }
 
 macro_rules! multiversion {
-    ($(#[$m:meta])* fn $name:ident<$($g:ident),*>($($arg:ident : $ty:ty),*) $(-> $ret:ty)? where [$($w:tt)*] $body:block) => {
+    ($(#[$m:meta])* $vis:vis fn $name:ident<$($g:ident),*>($($arg:ident : $ty:ty),*) $(-> $ret:ty)? where [$($w:tt)*] $body:block) => {
         $(#[$m])*
-        fn $name<$($g),*>($($arg: $ty),*) $(-> $ret)? where $($w)* {
+        $vis fn $name<$($g),*>($($arg: $ty),*) $(-> $ret)? where $($w)* {
             #[cfg(target_arch = "x86_64")]
             {
                 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma")]

@@ -298,7 +298,7 @@ fn softmax_rows(t: &Tensor, log: bool) -> PyResult<Tensor> {
 
 super::kernels::multiversion! {
     /// One softmax row: max, exp and sum in 16 independent lanes so LLVM vectorises all three.
-    fn softmax_row_f32<>(s: &[f32], d: &mut [f32], log: bool) where []
+    pub(crate) fn softmax_row_f32<>(s: &[f32], d: &mut [f32], log: bool) where []
     {
         const L: usize = 16;
         let (cs, rest) = (s.chunks_exact(L), s.len() / L * L);

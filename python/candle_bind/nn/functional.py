@@ -971,6 +971,34 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
 
 
 # ---------------------------------------------------------------------------------------- attention
+def _sdpa_fused(query, key, value, attn_mask, is_causal, scale):
+    """The Rust kernel on (B, L, D) views: batch dims broadcast and flattened, the mask given once
+    when it is the same for every batch element."""
+    lead = _broadcast_lead(query.shape[:-2], key.shape[:-2], value.shape[:-2])
+    L, S, D, Dv = query.shape[-2], key.shape[-2], query.shape[-1], value.shape[-1]
+    flat = lambda t, n, d: t.expand(*lead, n, d).reshape(-1, n, d)  # noqa: E731
+    q, k, v = flat(query, L, D), flat(key, S, D), flat(value, S, Dv)
+    mask = None
+    if attn_mask is not None:
+        m = attn_mask if attn_mask.dim() >= 2 else attn_mask.reshape(1, -1)
+        mlead = tuple(m.shape[:-2])
+        if builtins.all(x == 1 for x in mlead):
+            mask = m.reshape(m.shape[-2], m.shape[-1]).expand(L, S).reshape(1, L, S)
+        else:
+            mask = m.expand(*lead, L, S).reshape(-1, L, S)
+        if not mask.is_floating_point() and mask.dtype != _C.bool:
+            raise RuntimeError(f"Expected attn_mask dtype to be bool or float or to match query dtype, but got attn_mask.dtype: {mask.dtype}")
+    out = _C.sdpa(q.contiguous(), k.contiguous(), v.contiguous(), mask.contiguous() if mask is not None else None,
+                  bool(is_causal), float(scale))
+    return out.reshape(*lead, L, Dv)
+
+
+def _broadcast_lead(*shapes):
+    from .. import broadcast_shapes
+
+    return tuple(broadcast_shapes(*[tuple(s) for s in shapes]))
+
+
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
                                  enable_gqa=False):
     """softmax(q kᵀ · scale + mask) v with torch's masks: bool (True = attend) or additive float,
@@ -982,6 +1010,10 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         rep = query.shape[-3] // key.shape[-3]
         key = key.repeat_interleave(rep, dim=-3)
         value = value.repeat_interleave(rep, dim=-3)
+    if is_causal and attn_mask is not None:
+        raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True")
+    if dropout_p == 0.0 and query.is_floating_point() and query.device.type == "cpu" and query.dim() >= 2:
+        return _sdpa_fused(query, key, value, attn_mask, is_causal, scale_factor)
     scores = query.matmul(key.transpose(-2, -1))
     scores *= scale_factor
     if is_causal:
