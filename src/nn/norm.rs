@@ -12,36 +12,28 @@ crate::tensor::kernels::multiversion! {
     /// One row: y = (x − mean)/sqrt(var + eps)·w + b (or x/sqrt(mean(x²) + eps)·w for RMS norm).
     fn norm_row<>(x: &[f32], y: &mut [f32], w: Option<&[f32]>, b: Option<&[f32]>, eps: f32, rms: bool) where []
     {
-        let n = x.len() as f32;
-        // Sums in 16 lanes (vectorised), folded in f64.
-        let (mut s, mut s2) = ([0f32; 16], [0f32; 16]);
+        let n = x.len() as f64;
+        // One pass of shifted sums in 16 lanes: the shift (the first element) keeps the variance
+        // formula free of cancellation for rows far from zero; RMS norm uses no shift.
+        let k = if rms || x.is_empty() { 0.0 } else { x[0] };
+        let (mut s1, mut s2) = ([0f32; 16], [0f32; 16]);
         let chunks = x.chunks_exact(16);
         let rest = chunks.remainder();
         for c in chunks {
             for l in 0..16 {
-                s[l] += c[l];
-                s2[l] += c[l] * c[l];
+                let d = c[l] - k;
+                s1[l] += d;
+                s2[l] += d * d;
             }
         }
-        let sum: f64 = s.iter().map(|&v| v as f64).sum::<f64>() + rest.iter().map(|&v| v as f64).sum::<f64>();
+        let fold = |a: &[f32; 16], tail: f64| a.iter().map(|&v| v as f64).sum::<f64>() + tail;
+        let sum = fold(&s1, rest.iter().map(|&v| (v - k) as f64).sum());
+        let sq = fold(&s2, rest.iter().map(|&v| ((v - k) * (v - k)) as f64).sum());
         let (mean, var) = if rms {
-            // RMS norm: no centring, the mean of squares.
-            let sq: f64 = s2.iter().map(|&v| v as f64).sum::<f64>() + rest.iter().map(|&v| (v * v) as f64).sum::<f64>();
-            (0.0f32, (sq / n as f64) as f32)
+            (0.0f32, (sq / n) as f32)
         } else {
-            // Two-pass variance (centred), as accurate as torch's Welford.
-            let mean = (sum / n as f64) as f32;
-            let mut c2 = [0f32; 16];
-            let chunks = x.chunks_exact(16);
-            let rest = chunks.remainder();
-            for c in chunks {
-                for l in 0..16 {
-                    let d = c[l] - mean;
-                    c2[l] += d * d;
-                }
-            }
-            let cs: f64 = c2.iter().map(|&v| v as f64).sum::<f64>() + rest.iter().map(|&v| ((v - mean) * (v - mean)) as f64).sum::<f64>();
-            (mean, (cs / n as f64) as f32)
+            let m = sum / n;
+            ((m + k as f64) as f32, (sq / n - m * m).max(0.0) as f32)
         };
         let inv = 1.0 / (var + eps).sqrt();
         match (w, b) {
@@ -91,7 +83,18 @@ pub fn norm_rows(input: &PyTensor, n: usize, weight: Option<&PyTensor>, bias: Op
             }
         }
     }
-    let x = f32_values(&input.t)?;
+    // A contiguous f32 input is read in place; anything else is converted once.
+    let owned;
+    let guard;
+    let x: &[f32] = if input.dtype == DType::F32 && input.t.is_contiguous() && input.t.device().is_cpu() {
+        guard = input.t.storage_and_layout();
+        let candle_core::Storage::Cpu(cpu) = &*guard.0 else { return Err(runtime_err("expected a CPU tensor")) };
+        let o = guard.1.start_offset();
+        &cpu.as_slice::<f32>().py()?[o..o + total]
+    } else {
+        owned = f32_values(&input.t)?;
+        &owned
+    };
     let w = weight.map(|w| f32_values(&w.t)).transpose()?;
     let b = bias.map(|b| f32_values(&b.t)).transpose()?;
     let mut y = crate::tensor::kernels::uninit_vec::<f32>(total);
