@@ -50,9 +50,20 @@ from ._C import bucketize, searchsorted, unique
 from ._size import Size
 from . import return_types
 from ._tensor import take_along_dim
-from . import nn  # noqa: E402
-from . import gguf, safetensors  # noqa: E402
-from .serialization import load, save  # noqa: E402
+
+# Submodules load on first use, so `import candle_bind` stays fast (numpy, zipfile and the layer
+# classes are only imported by the code that needs them).
+_LAZY_MODULES = {"nn", "gguf", "safetensors", "serialization"}
+
+
+def __getattr__(name):
+    import importlib
+
+    if name in _LAZY_MODULES:
+        return importlib.import_module(f"{__name__}.{name}")
+    if name in ("load", "save"):
+        return getattr(importlib.import_module(f"{__name__}.serialization"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __version__ = _C.__version__
 
