@@ -68,7 +68,9 @@ mod candle_bind_c {
     #[pymodule_export]
     use crate::nn::norm::norm_rows;
     #[pymodule_export]
-    use crate::nn::pool::pool;
+    use crate::nn::pool::{pool, resample_axis};
+    #[pymodule_export]
+    use crate::nn::rnn::rnn_scan;
     #[pymodule_export]
     use crate::tensor::select::{bucketize, searchsorted, unique};
     #[pymodule_export]

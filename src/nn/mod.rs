@@ -6,6 +6,7 @@ pub mod attention;
 pub mod conv;
 pub mod norm;
 pub mod pool;
+pub mod rnn;
 
 /// An output buffer that parallel tasks fill block by block.
 #[derive(Clone, Copy)]

@@ -175,3 +175,46 @@ impl<T> Ptr<T> {
         self.0
     }
 }
+
+/// Resampling along one axis: x viewed as (outer, L, inner) → (outer, O, inner) with
+/// out[:, j, :] = Σ_t weights[j][t] · x[:, index[j][t], :] — nearest (1 tap), linear (2), cubic (4).
+/// `F.interpolate` calls it once per spatial dim.
+#[pyfunction]
+pub fn resample_axis(input: &PyTensor, dim: usize, index: Vec<Vec<usize>>, weights: Vec<Vec<f32>>) -> PyResult<PyTensor> {
+    let dims = input.dims().to_vec();
+    if dim >= dims.len() || index.len() != weights.len() {
+        return Err(runtime_err("resample_axis: bad arguments"));
+    }
+    let (outer, l, inner) = (dims[..dim].iter().product::<usize>(), dims[dim], dims[dim + 1..].iter().product::<usize>());
+    if index.iter().flatten().any(|&i| i >= l) || index.iter().zip(&weights).any(|(i, w)| i.len() != w.len()) {
+        return Err(runtime_err("resample_axis: index out of range"));
+    }
+    let o = index.len();
+    let x = input.t.to_device(&Device::Cpu).py()?.to_dtype(candle_core::DType::F32).py()?.flatten_all().py()?.to_vec1::<f32>().py()?;
+    let mut out = vec![0f32; outer * o * inner];
+    let work = |dst: &mut [f32], p: usize| {
+        let src = &x[p * l * inner..(p + 1) * l * inner];
+        if inner == 1 {
+            // The last dim: a gather-and-weigh per output position.
+            for (d, (idx, w)) in dst.iter_mut().zip(index.iter().zip(&weights)) {
+                *d = idx.iter().zip(w).map(|(&i, &wt)| wt * src[i]).sum();
+            }
+            return;
+        }
+        for (j, (idx, w)) in index.iter().zip(&weights).enumerate() {
+            let row = &mut dst[j * inner..(j + 1) * inner];
+            for (&i, &wt) in idx.iter().zip(w) {
+                row.iter_mut().zip(&src[i * inner..(i + 1) * inner]).for_each(|(d, s)| *d += wt * s);
+            }
+        }
+    };
+    if outer * o * inner >= crate::tensor::kernels::PAR_THRESHOLD && outer > 1 {
+        Python::attach(|py| py.detach(|| crate::pool::chunks_mut(&mut out, o * inner, |p, dst| work(dst, p))));
+    } else {
+        out.chunks_mut((o * inner).max(1)).enumerate().for_each(|(p, dst)| work(dst, p));
+    }
+    let mut od = dims.clone();
+    od[dim] = o;
+    let t = Tensor::from_vec(out, od, &Device::Cpu).py()?;
+    Ok(PyTensor::new(t.to_dtype(input.dtype.candle()).py()?.to_device(input.t.device()).py()?, input.dtype))
+}

@@ -60,7 +60,7 @@ impl<'a, T> Mats<'a, T> {
 
 multiversion! {
     /// out[j] = Σ_k a[k] · b[j·ldb + k]: dot products with rows of Bᵀ (vectorised over k in lanes).
-    fn dot_rows<T>(a: &[T], b: &[T], b0: usize, ldb: usize, out: &mut [T])
+    pub(crate) fn dot_rows<T>(a: &[T], b: &[T], b0: usize, ldb: usize, out: &mut [T])
     where [T: Elem]
     {
         const L: usize = 32;

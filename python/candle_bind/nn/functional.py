@@ -1071,6 +1071,36 @@ def _weights_shape(w, x, d):
     return w.reshape(*shape).to(x.dtype)
 
 
+def _taps(mode, L, O, scale, ac):
+    """(indices, weights) per output position along one axis, as torch's kernels compute them."""
+    if mode in ("nearest", "nearest-exact"):
+        off = 0.0 if mode == "nearest" else 0.5
+        return [[min(int(math.floor((j + off) * scale)), L - 1)] for j in range(O)], [[1.0]] * O
+    idx, wts = [], []
+    for j in range(O):
+        if ac:
+            src = j * ((L - 1) / (O - 1)) if O > 1 else 0.0
+        else:
+            src = (j + 0.5) * scale - 0.5
+            if mode != "bicubic":
+                src = max(src, 0.0)
+        i0 = math.floor(src)
+        t = src - i0
+        if mode == "bicubic":
+            A = -0.75
+            w = [((A * (t + 1) - 5 * A) * (t + 1) + 8 * A) * (t + 1) - 4 * A,
+                 ((A + 2) * t - (A + 3)) * t * t + 1,
+                 ((A + 2) * (1 - t) - (A + 3)) * (1 - t) * (1 - t) + 1,
+                 ((A * (2 - t) - 5 * A) * (2 - t) + 8 * A) * (2 - t) - 4 * A]
+            idx.append([min(max(i0 + k - 1, 0), L - 1) for k in range(4)])
+            wts.append(w)
+        else:
+            i0 = min(i0, L - 1)
+            idx.append([i0, min(i0 + 1, L - 1)])
+            wts.append([1.0 - t, t])
+    return idx, wts
+
+
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None, recompute_scale_factor=None,
                 antialias=False):
     """torch's F.interpolate for nearest, nearest-exact, (bi/tri)linear, bicubic and area, with size
@@ -1105,6 +1135,11 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         if O == L and scales[i] in (None, 1.0) and mode != "bicubic":
             continue
         scale = (L / O) if scales[i] is None else 1.0 / scales[i]
+        if x.dtype != _C.float64 and x.device.type == "cpu":
+            # Taps and weights per output position, applied along the dim by one Rust pass.
+            idx, wts = _taps(mode, L, O, scale, ac)
+            x = _C.resample_axis(x.contiguous(), d, idx, wts)
+            continue
         if mode in ("nearest", "nearest-exact"):
             pos = _C.arange(O, dtype=_C.float64)
             src = (pos * scale) if mode == "nearest" else ((pos + 0.5) * scale)

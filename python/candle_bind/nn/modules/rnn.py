@@ -157,6 +157,16 @@ class RNNBase(Module):
                 gi_all = F.linear(layer_in, w_ih, b_ih)  # all steps at once: (L, N, G·H)
                 h = h0[layer * dirs + d]
                 c = c0[layer * dirs + d] if is_lstm else None
+                if gi_all.dtype != _C.float64 and gi_all.device.type == "cpu":
+                    # The time loop in Rust (f32 math); float64 keeps the exact loop below.
+                    m2 = mask.reshape(L, N) if mask is not None else None
+                    out, h, c = _C.rnn_scan(self.mode, gi_all.contiguous(), h.contiguous(), c.contiguous() if c is not None else None,
+                                            w_hh, b_hh, w_hr, m2, d == 1)
+                    outs.append(out)
+                    h_n.append(h)
+                    if is_lstm:
+                        c_n.append(c)
+                    continue
                 steps = [None] * L
                 order = range(L - 1, -1, -1) if d == 1 else range(L)
                 for t in order:
