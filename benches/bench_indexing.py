@@ -3,34 +3,10 @@
     python benches/bench_indexing.py [--threads N]
 """
 
-import argparse
-import timeit
+from harness import header, row, setup
 
-p = argparse.ArgumentParser()
-p.add_argument("--threads", type=int, default=None)
-args = p.parse_args()
-
-import torch  # noqa: E402
-
-import candle_bind as cb  # noqa: E402
-
-if args.threads:
-    torch.set_num_threads(args.threads)
-    cb.set_num_threads(args.threads)
-
-
-def best(fn, number):
-    fn()
-    return min(timeit.repeat(fn, number=number, repeat=5)) / number
-
-
-def row(name, t_fn, c_fn, number):
-    t, c = best(t_fn, number), best(c_fn, number)
-    print(f"{name:<42} {t * 1e6:>10.2f} {c * 1e6:>10.2f} {c / t:>7.2f}")
-
-
-print(f"threads: torch {torch.get_num_threads()}, candle_bind {cb.get_num_threads()}")
-print(f"{'op':<42} {'torch µs':>10} {'cb µs':>10} {'ratio':>7}")
+torch, cb = setup(__doc__)
+header("op")
 
 h = torch.randn(8, 16, 32000)
 ch = cb.from_numpy(h.numpy())

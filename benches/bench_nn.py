@@ -3,26 +3,16 @@
     python benches/bench_nn.py [--threads N]
 """
 
-import argparse
-import timeit
+import os
+import sys
 
-p = argparse.ArgumentParser()
-p.add_argument("--threads", type=int, default=None)
-args = p.parse_args()
+from harness import best, header, setup
 
-import torch  # noqa: E402
-
-import candle_bind as cb  # noqa: E402
+torch, cb = setup(__doc__)
 from candle_bind import nn  # noqa: E402
 
-if args.threads:
-    torch.set_num_threads(args.threads)
-    cb.set_num_threads(args.threads)
-
-
-def best(fn, number):
-    fn()
-    return min(timeit.repeat(fn, number=number, repeat=5)) / number
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
+from resnet import resnet18  # noqa: E402
 
 
 def layer(name, make, shape, number, **kw):
@@ -38,8 +28,7 @@ def layer(name, make, shape, number, **kw):
     print(f"{name:<46} {tt * 1e6:>10.1f} {ct * 1e6:>10.1f} {ct / tt:>7.2f}")
 
 
-print(f"threads: torch {torch.get_num_threads()}, candle_bind {cb.get_num_threads()}")
-print(f"{'layer':<46} {'torch µs':>10} {'cb µs':>10} {'ratio':>7}")
+header("layer")
 layer("Linear 768->768, x (1, 768)", lambda m: m.Linear(768, 768), (1, 768), 500)
 layer("Linear 768->3072, x (8, 128, 768)", lambda m: m.Linear(768, 3072), (8, 128, 768), 5)
 layer("Conv2d 3->64 k7 s2 p3, x (1,3,224,224)", lambda m: m.Conv2d(3, 64, 7, 2, 3, bias=False), (1, 3, 224, 224), 10)
@@ -56,46 +45,7 @@ layer("SiLU, x (8,128,3072)", lambda m: m.SiLU(), (8, 128, 3072), 10)
 layer("ReLU, x (1,64,112,112)", lambda m: m.ReLU(), (1, 64, 112, 112), 50)
 
 
-def resnet18(m):
-    """torchvision's ResNet-18 layout written against either library's nn."""
-    class Block(m.Module):
-        def __init__(self, cin, cout, stride):
-            super().__init__()
-            self.conv1 = m.Conv2d(cin, cout, 3, stride, 1, bias=False)
-            self.bn1 = m.Identity()
-            self.relu = m.ReLU(inplace=True)
-            self.conv2 = m.Conv2d(cout, cout, 3, 1, 1, bias=False)
-            self.bn2 = m.Identity()
-            self.downsample = m.Sequential(m.Conv2d(cin, cout, 1, stride, bias=False)) if stride != 1 or cin != cout else None
-
-        def forward(self, x):
-            identity = x if self.downsample is None else self.downsample(x)
-            out = self.relu(self.bn1(self.conv1(x)))
-            out = self.bn2(self.conv2(out))
-            out += identity
-            return self.relu(out)
-
-    class ResNet(m.Module):
-        def __init__(self):
-            super().__init__()
-            self.conv1 = m.Conv2d(3, 64, 7, 2, 3, bias=False)
-            self.relu = m.ReLU(inplace=True)
-            self.maxpool = m.MaxPool2d(3, 2, 1)
-            chans = [(64, 64, 1), (64, 128, 2), (128, 256, 2), (256, 512, 2)]
-            for i, (a, b, s) in enumerate(chans, 1):
-                setattr(self, f"layer{i}", m.Sequential(Block(a, b, s), Block(b, b, 1)))
-            self.avgpool = m.AdaptiveAvgPool2d((1, 1))
-            self.fc = m.Linear(512, 1000)
-
-        def forward(self, x):
-            x = self.maxpool(self.relu(self.conv1(x)))
-            x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
-            return self.fc(self.avgpool(x).flatten(1))
-
-    return ResNet()
-
-
-layer("ResNet-18-shaped forward (no BN), x (1,3,224,224)", resnet18, (1, 3, 224, 224), 3)
+layer("ResNet-18 forward (eval), x (1,3,224,224)", lambda m: resnet18(torch if m is torch.nn else cb), (1, 3, 224, 224), 3)
 
 # nn part 2: normalisation, attention, recurrence, resampling, a transformer stack.
 layer("LayerNorm 384, x (4,128,384)", lambda m: m.LayerNorm(384), (4, 128, 384), 50)

@@ -3,38 +3,13 @@
     python benches/bench_tensor.py [--threads N]
 """
 
-import argparse
 import subprocess
 import sys
-import timeit
 
-import numpy as np
+from harness import header, row, setup
 
-p = argparse.ArgumentParser()
-p.add_argument("--threads", type=int, default=None)
-args = p.parse_args()
-
-import torch  # noqa: E402
-
-import candle_bind as cb  # noqa: E402
-
-if args.threads:
-    torch.set_num_threads(args.threads)
-    cb.set_num_threads(args.threads)
-
-
-def best(fn, number):
-    fn()
-    return min(timeit.repeat(fn, number=number, repeat=5)) / number
-
-
-def row(name, t_fn, c_fn, number):
-    t, c = best(t_fn, number), best(c_fn, number)
-    print(f"{name:<38} {t * 1e6:>11.2f} {c * 1e6:>11.2f} {c / t:>7.2f}")
-
-
-print(f"threads: torch {torch.get_num_threads()}, candle_bind {cb.get_num_threads()}")
-print(f"{'op':<38} {'torch µs':>11} {'cb µs':>11} {'ratio':>7}")
+torch, cb = setup(__doc__)
+header("op")
 
 a16, b16 = torch.rand(16), torch.rand(16)
 ca16, cb16 = cb.from_numpy(a16.numpy()), cb.from_numpy(b16.numpy())
@@ -78,4 +53,4 @@ def import_time(m):
 
 
 ti, ci = import_time("torch"), import_time("candle_bind")
-print(f"{'import':<38} {ti * 1e6:>11.0f} {ci * 1e6:>11.0f} {ci / ti:>7.2f}")
+print(f"{'import':<46} {ti * 1e6:>11.0f} {ci * 1e6:>11.0f} {ci / ti:>7.2f}")

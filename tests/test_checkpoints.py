@@ -7,6 +7,7 @@ import os
 import pickle
 import random
 import struct
+import sys
 import zipfile
 from collections import OrderedDict
 
@@ -19,6 +20,9 @@ import candle_bind as cb
 import candle_bind.safetensors as cst
 from candle_bind import nn
 from conftest import assert_same, make, to_cb
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
+from resnet import resnet18  # noqa: E402
 
 LOAD_ERRORS = (pickle.UnpicklingError, ValueError, cb.CandleError, KeyError, FileNotFoundError, TypeError)
 
@@ -284,49 +288,6 @@ def test_bounded_fuzz_of_loaders():
                 crashes += 1
                 print("unexpected", type(e).__name__, e)
     assert crashes == 0
-
-
-def resnet18(lib):
-    """torchvision's ResNet-18, key for key (so its checkpoints load), written against either library."""
-    nn_ = lib.nn
-
-    class BasicBlock(nn_.Module):
-        def __init__(self, cin, cout, stride):
-            super().__init__()
-            self.conv1 = nn_.Conv2d(cin, cout, 3, stride, 1, bias=False)
-            self.bn1 = nn_.BatchNorm2d(cout)
-            self.relu = nn_.ReLU(inplace=True)
-            self.conv2 = nn_.Conv2d(cout, cout, 3, 1, 1, bias=False)
-            self.bn2 = nn_.BatchNorm2d(cout)
-            self.downsample = None
-            if stride != 1 or cin != cout:
-                self.downsample = nn_.Sequential(nn_.Conv2d(cin, cout, 1, stride, bias=False), nn_.BatchNorm2d(cout))
-
-        def forward(self, x):
-            identity = x if self.downsample is None else self.downsample(x)
-            out = self.relu(self.bn1(self.conv1(x)))
-            out = self.bn2(self.conv2(out))
-            out += identity
-            return self.relu(out)
-
-    class ResNet(nn_.Module):
-        def __init__(self):
-            super().__init__()
-            self.conv1 = nn_.Conv2d(3, 64, 7, 2, 3, bias=False)
-            self.bn1 = nn_.BatchNorm2d(64)
-            self.relu = nn_.ReLU(inplace=True)
-            self.maxpool = nn_.MaxPool2d(3, 2, 1)
-            for i, (a, b, s) in enumerate([(64, 64, 1), (64, 128, 2), (128, 256, 2), (256, 512, 2)], 1):
-                setattr(self, f"layer{i}", nn_.Sequential(BasicBlock(a, b, s), BasicBlock(b, b, 1)))
-            self.avgpool = nn_.AdaptiveAvgPool2d((1, 1))
-            self.fc = nn_.Linear(512, 1000)
-
-        def forward(self, x):
-            x = self.maxpool(self.relu(self.bn1(self.conv1(x))))
-            x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
-            return self.fc(lib.flatten(self.avgpool(x), 1))
-
-    return ResNet()
 
 
 def test_resnet18_checkpoint_all_122_entries(tmp_path):

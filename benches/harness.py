@@ -1,0 +1,36 @@
+"""What every benchmark script shares: --threads, best-of timing, one ratio row per case."""
+
+import argparse
+import timeit
+
+
+def setup(doc: str):
+    """Parses --threads, imports torch and candle_bind and sets both thread counts; returns them."""
+    p = argparse.ArgumentParser(description=doc)
+    p.add_argument("--threads", type=int, default=None)
+    args = p.parse_args()
+    import torch
+
+    import candle_bind as cb
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+        cb.set_num_threads(args.threads)
+    print(f"threads: torch {torch.get_num_threads()}, candle_bind {cb.get_num_threads()}")
+    return torch, cb
+
+
+def best(fn, number):
+    """Seconds per call: the best of 5 repeats of `number` calls, after one warm-up call."""
+    fn()
+    return min(timeit.repeat(fn, number=number, repeat=5)) / number
+
+
+def header(label: str, width: int = 46):
+    print(f"{label:<{width}} {'torch µs':>10} {'cb µs':>10} {'ratio':>7}")
+
+
+def row(name, t_fn, c_fn, number, width: int = 46):
+    """Times torch's and candle_bind's version of one case and prints the ratio cb / torch."""
+    t, c = best(t_fn, number), best(c_fn, number)
+    print(f"{name:<{width}} {t * 1e6:>10.2f} {c * 1e6:>10.2f} {c / t:>7.2f}")
