@@ -20,6 +20,34 @@ pub fn size_object(py: Python<'_>, dims: &[usize]) -> PyResult<Py<PyAny>> {
     Ok(cls.bind(py).call1((tup,))?.unbind())
 }
 
+/// torch's computeStride test: can `new` be a view of a tensor with these sizes and strides?
+fn view_possible(old: &[usize], stride: &[usize], new: &[usize]) -> bool {
+    if old.iter().product::<usize>() == 0 || old.is_empty() {
+        return true;
+    }
+    let mut view_d = new.len() as isize - 1;
+    let mut chunk = *stride.last().unwrap_or(&1);
+    let (mut tensor_numel, mut view_numel) = (1usize, 1usize);
+    for d in (0..old.len()).rev() {
+        tensor_numel *= old[d];
+        if d == 0 || (old[d - 1] != 1 && stride[d - 1] != tensor_numel * chunk) {
+            while view_d >= 0 && (view_numel < tensor_numel || new[view_d as usize] == 1) {
+                view_numel *= new[view_d as usize];
+                view_d -= 1;
+            }
+            if view_numel != tensor_numel {
+                return false;
+            }
+            if d > 0 {
+                chunk = stride[d - 1];
+                tensor_numel = 1;
+                view_numel = 1;
+            }
+        }
+    }
+    view_d == -1
+}
+
 /// Reads a shape given as varargs (`view(2, 3)`) or one sequence (`view((2, 3))`); -1 allowed.
 pub fn shape_args(args: &Bound<'_, PyTuple>) -> PyResult<Vec<i64>> {
     if args.len() == 1 {
@@ -269,12 +297,15 @@ impl PyTensor {
                 return Err(runtime_err("view(dtype) is not supported yet; use .to(dtype)"));
             }
         }
-        if !self.t.is_contiguous() && self.numel() > 1 {
+        let dims = infer_shape(&shape_args(shape)?, self.numel())?;
+        if !self.t.is_contiguous() && !view_possible(self.dims(), self.t.stride(), &dims) {
             return Err(runtime_err(
                 "view size is not compatible with input tensor's size and stride (at least one dimension spans across two contiguous subspaces). Use .reshape(...) instead.",
             ));
         }
-        self.view_shape(&shape_args(shape)?)
+        // Where torch makes a strided view that Candle cannot express (a view of a narrowed
+        // tensor, say), the result is a copy with the same values.
+        Ok(self.same(self.t.reshape(dims).py()?))
     }
     fn view_as(&self, other: &PyTensor) -> PyResult<PyTensor> {
         let s: Vec<i64> = other.dims().iter().map(|&d| d as i64).collect();

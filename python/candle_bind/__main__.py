@@ -1,0 +1,29 @@
+"""`python -m candle_bind run script.py [args...]`: runs an unmodified PyTorch script on candle_bind."""
+
+import os
+import runpy
+import sys
+
+USAGE = "usage: python -m candle_bind run script.py [args...]"
+
+
+def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if len(argv) < 2 or argv[0] != "run":
+        print(USAGE, file=sys.stderr)
+        return 2
+    script = argv[1]
+    if not os.path.exists(script):
+        print(f"candle_bind: no such script: {script}", file=sys.stderr)
+        return 2
+    from . import compat
+
+    compat.install()
+    sys.argv = [script, *argv[2:]]
+    sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
+    runpy.run_path(script, run_name="__main__")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
