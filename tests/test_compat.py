@@ -59,3 +59,14 @@ def test_shim_names_missing_apis_and_uninstalls():
 def test_main_usage():
     out = run(["-m", "candle_bind"])
     assert out.returncode == 2 and "usage" in out.stderr
+
+
+def test_from_torch_to_torch():
+    import candle_bind as cb
+
+    for dt in [torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.bool, torch.uint8]:
+        t = (torch.arange(6) % 3).to(dt).reshape(2, 3).t()
+        c = cb.from_torch(t)
+        assert tuple(c.shape) == (3, 2) and repr(c.dtype) == repr(t.dtype)
+        back = cb.to_torch(c)
+        assert back.dtype == t.dtype and torch.equal(back, t)

@@ -56,6 +56,24 @@ from ._tensor import take_along_dim
 _LAZY_MODULES = {"nn", "gguf", "safetensors", "serialization", "compat"}
 
 
+def from_torch(t) -> Tensor:
+    """A copy of a torch tensor (any dtype we have, bfloat16 included) as a candle_bind tensor."""
+    t = t.detach().cpu().contiguous()
+    if str(t.dtype) == "torch.bfloat16":
+        return from_numpy(t.float().numpy()).to(bfloat16)
+    return from_numpy(t.numpy())
+
+
+def to_torch(t: Tensor):
+    """A copy of a candle_bind tensor as a torch tensor (torch must be importable)."""
+    import importlib
+
+    torch = importlib.import_module("torch")
+    if t.dtype == bfloat16:
+        return torch.from_numpy(t.float().numpy().copy()).to(torch.bfloat16)
+    return torch.from_numpy(t.numpy().copy())
+
+
 def __getattr__(name):
     import importlib
 
@@ -442,7 +460,7 @@ cuda = _Cuda()
 
 __all__ = [
     "CandleError", "DTypeError", "DeviceError", "ShapeError", "Size", "Tensor", "arange", "as_tensor",
-    "bucketize", "load", "save", "searchsorted", "take_along_dim", "unique",
+    "bucketize", "from_torch", "load", "save", "searchsorted", "take_along_dim", "to_torch", "unique",
     "bfloat16", "bool", "broadcast_shapes", "broadcast_to", "cat", "concat", "concatenate", "cuda", "device",
     "double", "dtype", "einsum", "empty", "empty_like", "enable_grad", "eye", "finfo", "float", "float16",
     "float32", "float64", "from_numpy", "full", "full_like", "get_default_dtype", "get_num_threads", "half",
