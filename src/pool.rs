@@ -160,12 +160,21 @@ pub fn chunks_mut<T: Send>(out: &mut [T], chunk: usize, f: impl Fn(usize, &mut [
     });
 }
 
-struct SendPtr<T>(*mut T);
+/// A buffer that parallel tasks fill at disjoint places (each task owns its block).
+#[derive(Clone, Copy)]
+pub(crate) struct SendPtr<T>(pub *mut T);
 impl<T> SendPtr<T> {
-    fn get(&self) -> *mut T {
+    pub(crate) fn get(&self) -> *mut T {
         self.0
     }
+    /// The block `i` of `len` elements.
+    ///
+    /// # Safety
+    /// The block must be in bounds and no other task may use it at the same time.
+    pub(crate) unsafe fn block<'a>(&self, i: usize, len: usize) -> &'a mut [T] {
+        unsafe { std::slice::from_raw_parts_mut(self.0.add(i * len), len) }
+    }
 }
-// SAFETY: used only to hand disjoint sub-slices to the pool's threads.
+// SAFETY: only ever used to hand disjoint blocks of a buffer that outlives the tasks to the threads.
 unsafe impl<T> Send for SendPtr<T> {}
 unsafe impl<T> Sync for SendPtr<T> {}

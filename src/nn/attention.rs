@@ -9,10 +9,6 @@ use crate::error::{runtime_err, IntoPyResult};
 use crate::tensor::reduce::softmax_row_f32;
 use crate::tensor::PyTensor;
 
-fn f32_contig(t: &Tensor) -> PyResult<Vec<f32>> {
-    t.to_device(&Device::Cpu).py()?.to_dtype(candle_core::DType::F32).py()?.flatten_all().py()?.to_vec1::<f32>().py()
-}
-
 /// c (m×n, row-major) = a (m×k) · b where b's element (i, j) is at `b[i·rs + j·cs]`; one thread.
 #[allow(clippy::too_many_arguments)]
 fn gemm_into(m: usize, n: usize, k: usize, a: &[f32], b: &[f32], b_rs: usize, b_cs: usize, c: &mut [f32]) {
@@ -35,14 +31,14 @@ pub fn sdpa(q: &PyTensor, k: &PyTensor, v: &PyTensor, mask: Option<&PyTensor>, c
         return Err(runtime_err(format!("sdpa: incompatible shapes {qd:?}, {kd:?}, {vd:?}")));
     }
     let (b, l, d, s, dv) = (qd[0], qd[1], qd[2], kd[1], vd[2]);
-    let (qv, kv, vv) = (f32_contig(&q.t)?, f32_contig(&k.t)?, f32_contig(&v.t)?);
+    let (qv, kv, vv) = (crate::tensor::cpu_vec::<f32>(&q.t)?, crate::tensor::cpu_vec::<f32>(&k.t)?, crate::tensor::cpu_vec::<f32>(&v.t)?);
     let (mvals, mbool, mb) = match mask {
         Some(m) => {
             let md = m.dims();
             if md.len() != 3 || md[1] != l || md[2] != s || (md[0] != 1 && md[0] != b) {
                 return Err(runtime_err(format!("sdpa: mask of shape {md:?} for scores of shape [{b}, {l}, {s}]")));
             }
-            (f32_contig(&m.t)?, m.dtype == DType::Bool, md[0])
+            (crate::tensor::cpu_vec::<f32>(&m.t)?, m.dtype == DType::Bool, md[0])
         }
         None => (vec![], false, 0),
     };

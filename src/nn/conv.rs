@@ -114,10 +114,6 @@ fn pad3(v: &[usize], fill: usize) -> [usize; 3] {
     out
 }
 
-fn float_data<T: WithDType>(t: &Tensor) -> PyResult<Vec<T>> {
-    t.to_device(&Device::Cpu).py()?.to_dtype(T::DTYPE).py()?.flatten_all().py()?.to_vec1::<T>().py()
-}
-
 /// conv{1,2,3}d: input (N, C_in, *L), weight (C_out, C_in/groups, *k) → (N, C_out, *out).
 #[pyfunction]
 #[pyo3(signature = (input, weight, bias, stride, padding, dilation, groups))]
@@ -211,9 +207,9 @@ fn run(
         input: &PyTensor, weight: &PyTensor, bias: Option<&PyTensor>, geo: &Geo, (n, c_in, c_out, groups): (usize, usize, usize, usize),
         transposed: bool, out_dims: &[usize],
     ) -> PyResult<Tensor> {
-        let x = float_data::<T>(&input.t)?;
-        let w = float_data::<T>(&weight.t)?;
-        let b = match bias { Some(b) => Some(float_data::<T>(&b.t)?), None => None };
+        let x = crate::tensor::cpu_vec::<T>(&input.t)?;
+        let w = crate::tensor::cpu_vec::<T>(&weight.t)?;
+        let b = match bias { Some(b) => Some(crate::tensor::cpu_vec::<T>(&b.t)?), None => None };
         if b.as_ref().is_some_and(|b| b.len() != c_out) {
             return Err(shape_err(format!("bias should have {c_out} elements")));
         }

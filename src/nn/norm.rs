@@ -61,10 +61,6 @@ crate::tensor::kernels::multiversion! {
     }
 }
 
-fn f32_values(t: &Tensor) -> PyResult<Vec<f32>> {
-    t.to_device(&Device::Cpu).py()?.to_dtype(candle_core::DType::F32).py()?.flatten_all().py()?.to_vec1::<f32>().py()
-}
-
 /// Normalises every row of `n` trailing elements (layer norm, or RMS norm when `rms`).
 #[pyfunction]
 #[pyo3(signature = (input, n, weight=None, bias=None, eps=1e-5, rms=false))]
@@ -92,11 +88,11 @@ pub fn norm_rows(input: &PyTensor, n: usize, weight: Option<&PyTensor>, bias: Op
         let o = guard.1.start_offset();
         &cpu.as_slice::<f32>().py()?[o..o + total]
     } else {
-        owned = f32_values(&input.t)?;
+        owned = crate::tensor::cpu_vec::<f32>(&input.t)?;
         &owned
     };
-    let w = weight.map(|w| f32_values(&w.t)).transpose()?;
-    let b = bias.map(|b| f32_values(&b.t)).transpose()?;
+    let w = weight.map(|w| crate::tensor::cpu_vec::<f32>(&w.t)).transpose()?;
+    let b = bias.map(|b| crate::tensor::cpu_vec::<f32>(&b.t)).transpose()?;
     let mut y = crate::tensor::kernels::uninit_vec::<f32>(total);
     let rows = total / n;
     let eps = eps as f32;

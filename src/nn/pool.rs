@@ -9,6 +9,8 @@ use crate::dtype::DType;
 use crate::error::{runtime_err, IntoPyResult};
 use crate::tensor::PyTensor;
 
+use super::Ptr;
+
 /// One window along one axis: first tap (may be negative: padding), number of taps, and the taps
 /// that fall inside the padded input (the divisor of `count_include_pad`).
 type Window = (i64, usize, usize);
@@ -163,17 +165,6 @@ pub fn pool(
         None
     };
     Ok((PyTensor::new(out, input.dtype), indices))
-}
-
-#[derive(Clone, Copy)]
-struct Ptr<T>(*mut T);
-// SAFETY: planes write disjoint blocks of the output buffers.
-unsafe impl<T> Send for Ptr<T> {}
-unsafe impl<T> Sync for Ptr<T> {}
-impl<T> Ptr<T> {
-    fn get(&self) -> *mut T {
-        self.0
-    }
 }
 
 /// Resampling along one axis: x viewed as (outer, L, inner) → (outer, O, inner) with

@@ -8,10 +8,6 @@ use crate::error::{runtime_err, IntoPyResult};
 use crate::tensor::kernels::{sigmoid_f32, tanh_f32};
 use crate::tensor::PyTensor;
 
-fn f32v(t: &Tensor) -> PyResult<Vec<f32>> {
-    t.to_device(&Device::Cpu).py()?.to_dtype(candle_core::DType::F32).py()?.flatten_all().py()?.to_vec1::<f32>().py()
-}
-
 /// c (m×n) = a (m×k, row-major) · Wᵀ for W (n×k, row-major): gemm on column blocks of W's rows,
 /// the blocks split over the pool once there is enough work.
 fn mul_t(m: usize, n: usize, k: usize, a: &[f32], w: &[f32], c: &mut [f32]) {
@@ -24,7 +20,7 @@ fn mul_t(m: usize, n: usize, k: usize, a: &[f32], w: &[f32], c: &mut [f32]) {
         // SAFETY: a holds m·k and w n·k elements; block i writes columns j0..j0+cols of every row of c.
         unsafe {
             gemm::gemm(
-                m, cols, k, cp.block(0, 0).as_mut_ptr().add(j0), 1, n as isize, false, a.as_ptr(), 1, k as isize, w.as_ptr().add(j0 * k),
+                m, cols, k, cp.get().add(j0), 1, n as isize, false, a.as_ptr(), 1, k as isize, w.as_ptr().add(j0 * k),
                 k as isize, 1, 0.0f32, 1.0f32, false, false, false, gemm::Parallelism::None,
             )
         }
@@ -94,14 +90,14 @@ pub fn rnn_scan(
     if w_hh.dims() != [gh, hout] || h0.numel() != n * hout || (mode == "LSTM" && c0.is_none_or(|c| c.numel() != n * h)) {
         return Err(runtime_err("rnn_scan: inconsistent shapes of gi, h0, c0 and w_hh"));
     }
-    let gi = f32v(&gi.t)?;
-    let w = f32v(&w_hh.t)?;
-    let b = b_hh.map(|b| f32v(&b.t)).transpose()?;
-    let wr = w_hr.map(|w| f32v(&w.t)).transpose()?;
-    let m = mask.map(|m| f32v(&m.t)).transpose()?;
-    let mut hs = f32v(&h0.t)?;
+    let gi = crate::tensor::cpu_vec::<f32>(&gi.t)?;
+    let w = crate::tensor::cpu_vec::<f32>(&w_hh.t)?;
+    let b = b_hh.map(|b| crate::tensor::cpu_vec::<f32>(&b.t)).transpose()?;
+    let wr = w_hr.map(|w| crate::tensor::cpu_vec::<f32>(&w.t)).transpose()?;
+    let m = mask.map(|m| crate::tensor::cpu_vec::<f32>(&m.t)).transpose()?;
+    let mut hs = crate::tensor::cpu_vec::<f32>(&h0.t)?;
     let mut cs = match c0 {
-        Some(c) => f32v(&c.t)?,
+        Some(c) => crate::tensor::cpu_vec::<f32>(&c.t)?,
         None => vec![],
     };
     let mut out = vec![0f32; l * n * hout];

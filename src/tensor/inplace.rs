@@ -258,16 +258,10 @@ pub fn can_cast(from: DType, to: DType) -> bool {
     !(from.is_float() && !to.is_float() || from != DType::Bool && to == DType::Bool)
 }
 
-fn scalar_or_tensor<'py>(ob: &Bound<'py, PyAny>, what: &str) -> PyResult<super::Arg<'py>> {
-    super::Arg::extract(ob).ok_or_else(|| {
-        crate::error::type_err(format!("{what}(): argument must be a Tensor or a number, not {}", ob.get_type()))
-    })
-}
-
 #[pymethods]
 impl PyTensor {
     fn fill_(slf: PyRef<'_, Self>, value: &Bound<'_, PyAny>) -> PyResult<Py<Self>> {
-        let v = scalar_or_tensor(value, "fill_")?;
+        let v = super::operand_arg(value, "fill_")?;
         if let super::Arg::T(t) = &v {
             if t.rank() != 0 {
                 return Err(runtime_err(format!(

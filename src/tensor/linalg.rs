@@ -100,17 +100,7 @@ pub fn fast_matmul(ta: &Tensor, tb: &Tensor, batch: &[usize]) -> Option<pyo3::Py
     }
 }
 
-/// The output buffer, written by several threads at disjoint places.
-#[derive(Clone, Copy)]
-struct Dst<T>(*mut T);
-// SAFETY: every task writes a disjoint block of the buffer, which outlives the tasks.
-unsafe impl<T> Send for Dst<T> {}
-unsafe impl<T> Sync for Dst<T> {}
-impl<T> Dst<T> {
-    fn get(&self) -> *mut T {
-        self.0
-    }
-}
+use crate::pool::SendPtr as Dst;
 
 fn run<T: Elem + candle_core::WithDType>(ta: &Tensor, tb: &Tensor, batch: &[usize]) -> pyo3::PyResult<Tensor> {
     let (m, k) = (ta.dims()[ta.rank() - 2], ta.dims()[ta.rank() - 1]);

@@ -168,6 +168,13 @@ impl<'py> Arg<'py> {
     }
 }
 
+/// A tensor-or-number argument, or torch's TypeError naming what was given.
+pub fn operand_arg<'py>(ob: &Bound<'py, PyAny>, what: &str) -> PyResult<Arg<'py>> {
+    Arg::extract(ob).ok_or_else(|| {
+        crate::error::type_err(format!("{what}: expected a Tensor or a number, not {}", ob.get_type()))
+    })
+}
+
 /// torch's type promotion over the operands of one op (dim tensors, 0-d tensors, Python numbers).
 #[derive(Default)]
 pub struct Promotion {
@@ -219,6 +226,11 @@ pub fn cast(t: &Tensor, from: DType, to: DType) -> PyResult<Tensor> {
         return t.ne(&zero).py();
     }
     t.to_dtype(to.candle()).py()
+}
+
+/// A tensor's elements, row-major, on the CPU and converted to `T` (a copy).
+pub fn cpu_vec<T: WithDType>(t: &Tensor) -> PyResult<Vec<T>> {
+    t.to_device(&Device::Cpu).py()?.to_dtype(T::DTYPE).py()?.flatten_all().py()?.to_vec1::<T>().py()
 }
 
 /// Runs `f` over a CPU tensor's elements (any layout) into a new contiguous tensor.

@@ -103,7 +103,7 @@ super::kernels::multiversion! {
 static RETURN_TYPES: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
 /// A torch.return_types-style named tuple `(values, indices)`.
-fn values_indices(py: Python<'_>, name: &str, values: PyTensor, indices: PyTensor) -> PyResult<Py<PyAny>> {
+pub(crate) fn values_indices(py: Python<'_>, name: &str, values: PyTensor, indices: PyTensor) -> PyResult<Py<PyAny>> {
     let m = RETURN_TYPES.get_or_try_init(py, || -> PyResult<_> { Ok(py.import("candle_bind.return_types")?.into_any().unbind()) })?;
     Ok(m.bind(py).getattr(name)?.call1((Py::new(py, values)?, Py::new(py, indices)?))?.unbind())
 }
@@ -354,7 +354,7 @@ impl PyTensor {
         if !dt.is_float() {
             return Err(dtype_err(format!(
                 "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: {}",
-                capital(self.dtype)
+                self.dtype.title()
             )));
         }
         let dims = reduce_dims(dim, self.rank())?;
@@ -421,7 +421,7 @@ impl PyTensor {
     fn norm(&self, p: Option<&Bound<'_, PyAny>>, dim: Option<&Bound<'_, PyAny>>, keepdim: bool, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
         let dt = opt_dtype(dtype)?.unwrap_or(self.dtype);
         if !dt.is_float() {
-            return Err(dtype_err(format!("linalg.vector_norm: Expected a floating point or complex tensor as input. Got {}", capital(self.dtype))));
+            return Err(dtype_err(format!("linalg.vector_norm: Expected a floating point or complex tensor as input. Got {}", self.dtype.title())));
         }
         let p: f64 = match p.filter(|p| !p.is_none()) {
             None => 2.0,
@@ -549,16 +549,3 @@ fn bool_as_unbiased<'py>(dim: Option<&Bound<'py, PyAny>>, unbiased: Option<bool>
     }
 }
 
-/// torch's capitalised scalar type names in messages ("Long", "Float").
-fn capital(d: DType) -> &'static str {
-    match d {
-        DType::Bool => "Bool",
-        DType::U8 => "Byte",
-        DType::I32 => "Int",
-        DType::I64 => "Long",
-        DType::F16 => "Half",
-        DType::BF16 => "BFloat16",
-        DType::F32 => "Float",
-        DType::F64 => "Double",
-    }
-}

@@ -10,19 +10,15 @@ use pyo3::types::PyTuple;
 use rand::Rng;
 
 use super::inplace::for_each_offset;
-use super::{cast, norm_dim, with_dtype, Arg, Operand, PyTensor, Scalar};
+use super::reduce::values_indices;
+use super::{cast, norm_dim, operand_arg, with_dtype, Arg, Operand, PyTensor, Scalar};
 use crate::dtype::DType;
 use crate::error::{index_err, runtime_err, shape_err, type_err, IntoPyResult};
-
-/// A tensor's elements, row-major, on the CPU.
-fn values<T: WithDType>(t: &Tensor) -> PyResult<Vec<T>> {
-    t.to_device(&Device::Cpu).py()?.flatten_all().py()?.to_vec1::<T>().py()
-}
 
 /// An index tensor's values as i64 (torch takes int64 indices; int32 too where it does).
 fn index_values(index: &PyTensor, op: &str) -> PyResult<Vec<i64>> {
     match index.dtype {
-        DType::I64 | DType::I32 => values::<i64>(&index.t.to_dtype(candle_core::DType::I64).py()?),
+        DType::I64 | DType::I32 => super::cpu_vec::<i64>(&index.t.to_dtype(candle_core::DType::I64).py()?),
         d => Err(runtime_err(format!("{op}(): Expected dtype int64 for index, got {}", d.name()))),
     }
 }
@@ -184,13 +180,6 @@ fn top_positions<T: OrdKey>(row: &[T], k: usize, largest: bool) -> Vec<u32> {
     buf.into_iter().map(|(_, j)| j).collect()
 }
 
-/// `with_key!(candle_dtype, T => expr)`: like `with_dtype!`, with `T: Key`.
-macro_rules! with_key {
-    ($dt:expr, $T:ident => $body:expr) => {
-        with_dtype!($dt, $T => $body)
-    };
-}
-
 /// `t` with `dim` moved last, contiguous: its rows are the lines along `dim`.
 fn rows_of(t: &Tensor, dim: usize) -> PyResult<Tensor> {
     let last = t.rank().max(1) - 1;
@@ -210,11 +199,6 @@ fn from_rows(v: Tensor, rows_dims: &[usize], n: usize, dim: usize, rank: usize) 
     }
     let last = rank - 1;
     if dim == last { Ok(t) } else { t.transpose(dim, last).py()?.contiguous().py() }
-}
-
-fn values_indices(py: Python<'_>, name: &str, values: PyTensor, indices: PyTensor) -> PyResult<Py<PyAny>> {
-    let m = py.import("candle_bind.return_types")?;
-    Ok(m.getattr(name)?.call1((Py::new(py, values)?, Py::new(py, indices)?))?.unbind())
 }
 
 fn i64_tensor(v: Vec<i64>, dims: &[usize]) -> PyResult<PyTensor> {
@@ -331,8 +315,8 @@ impl PyTensor {
         let mut src_offs = Vec::with_capacity(idx.len());
         for_each_offset(index.dims(), &src_st, 0, |o| src_offs.push(o));
         let out = with_dtype!(me.dtype(), T => {
-            let mut data = values::<T>(&me)?;
-            let sv = values::<T>(&src_t)?;
+            let mut data = super::cpu_vec::<T>(&me)?;
+            let sv = super::cpu_vec::<T>(&src_t)?;
             match reduce {
                 None => dst_offs.iter().zip(&src_offs).for_each(|(&o, &s)| data[o] = sv[s]),
                 Some("add") | Some("sum") => dst_offs.iter().zip(&src_offs).for_each(|(&o, &s)| data[o] = data[o] + sv[s]),
@@ -378,8 +362,8 @@ impl PyTensor {
         let (outer, inner) = (dims[..d.min(dims.len())].iter().product::<usize>(), dims.get(d + 1..).map_or(1, |r| r.iter().product()));
         let pos: Vec<usize> = idx.iter().map(|&i| wrap(i, n, d)).collect::<PyResult<_>>()?;
         let out = with_dtype!(me.dtype(), T => {
-            let mut data = values::<T>(&me)?;
-            let sv = values::<T>(&src)?;
+            let mut data = super::cpu_vec::<T>(&me)?;
+            let sv = super::cpu_vec::<T>(&src)?;
             let alpha = match mode { IndexMode::Add(a) => T::from_f64(a), _ => T::from_f64(1.0) };
             for o in 0..outer {
                 for (j, &p) in pos.iter().enumerate() {
@@ -422,7 +406,7 @@ impl PyTensor {
     }
 
     fn nonzero_rows(&self) -> PyResult<(Vec<i64>, usize)> {
-        let flags = values::<u8>(&cast(&self.t, self.dtype, DType::Bool)?)?;
+        let flags = super::cpu_vec::<u8>(&cast(&self.t, self.dtype, DType::Bool)?)?;
         let dims = self.dims();
         let mut out = Vec::new();
         let mut n = 0;
@@ -455,10 +439,6 @@ fn tensor_arg<'py>(ob: &Bound<'py, PyAny>, what: &str) -> PyResult<PyRef<'py, Py
         .map_err(Into::into)
 }
 
-fn scalar_or_tensor<'py>(ob: &Bound<'py, PyAny>, what: &str) -> PyResult<Arg<'py>> {
-    Arg::extract(ob).ok_or_else(|| type_err(format!("{what} must be a Tensor or a number")))
-}
-
 /// Sorted order of one row: (values, original positions), stable, NaN last (first if descending).
 fn sort_row<T: Key>(row: &[T], descending: bool) -> Vec<usize> {
     let mut idx: Vec<usize> = (0..row.len()).collect();
@@ -481,7 +461,7 @@ impl PyTensor {
     #[pyo3(signature = (dim, index, src=None, value=None, *, reduce=None))]
     fn scatter(&self, dim: i64, index: &PyTensor, src: Option<&Bound<'_, PyAny>>, value: Option<&Bound<'_, PyAny>>, reduce: Option<&str>) -> PyResult<PyTensor> {
         let s = src.or(value).ok_or_else(|| type_err("scatter() missing argument 'src' or 'value'"))?;
-        let s = scalar_or_tensor(s, "scatter(): src")?;
+        let s = operand_arg(s, "scatter(): src")?;
         self.scatter_impl(dim, index, s.op(), reduce)
     }
     #[pyo3(signature = (dim, index, src=None, value=None, *, reduce=None))]
@@ -536,7 +516,7 @@ impl PyTensor {
         Ok(slf)
     }
     fn index_fill(&self, dim: i64, index: &PyTensor, value: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-        let v = match scalar_or_tensor(value, "index_fill(): value")? {
+        let v = match operand_arg(value, "index_fill(): value")? {
             Arg::T(t) if t.rank() != 0 => {
                 return Err(index_err(format!(
                     "index_fill_ only supports a 0-dimensional value tensor, but got tensor with {} dimension(s).",
@@ -575,10 +555,10 @@ impl PyTensor {
             return Err(runtime_err(format!("masked_select: expected BoolTensor for mask, got {}", mask.dtype.name())));
         }
         let dims = super::broadcast_dims(self.dims(), mask.dims())?;
-        let m = values::<u8>(&mask.t.broadcast_as(dims.as_slice()).py()?)?;
+        let m = super::cpu_vec::<u8>(&mask.t.broadcast_as(dims.as_slice()).py()?)?;
         let x = self.t.broadcast_as(dims.as_slice()).py()?;
         let out = with_dtype!(x.dtype(), T => {
-            let v = values::<T>(&x)?;
+            let v = super::cpu_vec::<T>(&x)?;
             let sel: Vec<T> = v.iter().zip(&m).filter(|(_, &k)| k != 0).map(|(&a, _)| a).collect();
             let n = sel.len();
             Tensor::from_vec(sel, n, &Device::Cpu).py()
@@ -657,7 +637,7 @@ impl PyTensor {
         if !replacement && num_samples > n {
             return Err(runtime_err("cannot sample n_sample > prob_dist.size(-1) samples without replacement"));
         }
-        let p = values::<f64>(&self.t.to_dtype(candle_core::DType::F64).py()?)?;
+        let p = super::cpu_vec::<f64>(&self.t.to_dtype(candle_core::DType::F64).py()?)?;
         let mut out = Vec::with_capacity(p.len() / n.max(1) * num_samples);
         for row in p.chunks(n.max(1)) {
             if row.iter().any(|&x| !x.is_finite() || x < 0.0) {
@@ -705,7 +685,7 @@ impl PyTensor {
         }
         let probs: Vec<f64> = match p {
             Some(p) => vec![p; self.numel()],
-            None => values::<f64>(&self.t.to_dtype(candle_core::DType::F64).py()?)?,
+            None => super::cpu_vec::<f64>(&self.t.to_dtype(candle_core::DType::F64).py()?)?,
         };
         if probs.iter().any(|&x| !(0.0..=1.0).contains(&x)) {
             return Err(runtime_err("Expected p_in >= 0 && p_in <= 1 to be true, but got false."));
@@ -746,7 +726,7 @@ impl PyTensor {
         if self.rank() != 1 || !matches!(self.dtype, DType::U8 | DType::I32 | DType::I64) {
             return Err(runtime_err("bincount only supports 1-d non-negative integral inputs."));
         }
-        let v = values::<i64>(&self.t.to_dtype(candle_core::DType::I64).py()?)?;
+        let v = super::cpu_vec::<i64>(&self.t.to_dtype(candle_core::DType::I64).py()?)?;
         if v.iter().any(|&x| x < 0) {
             return Err(runtime_err("bincount only supports 1-d non-negative integral inputs."));
         }
@@ -761,7 +741,7 @@ impl PyTensor {
                 if w.dims() != self.dims() {
                     return Err(runtime_err("weights should be 1-d and have the same length as input"));
                 }
-                let wv = values::<f64>(&w.t.to_dtype(candle_core::DType::F64).py()?)?;
+                let wv = super::cpu_vec::<f64>(&w.t.to_dtype(candle_core::DType::F64).py()?)?;
                 let mut c = vec![0f64; len];
                 v.iter().zip(&wv).for_each(|(&x, &y)| c[x as usize] += y);
                 let out_dt = if w.dtype == DType::F32 || w.dtype == DType::F16 || w.dtype == DType::BF16 { w.dtype } else { DType::F64 };
@@ -809,7 +789,7 @@ impl PyTensor {
             let data = &cpu.as_slice::<T>().py()?[layout.start_offset()..layout.start_offset() + rows.elem_count()];
             let mut vo = vec![T::from_f64(0.0); nrows * k];
             if k > 0 {
-                let (vp, ip) = (SendPtr(vo.as_mut_ptr()), SendPtr(idx.as_mut_ptr()));
+                let (vp, ip) = (crate::pool::SendPtr(vo.as_mut_ptr()), crate::pool::SendPtr(idx.as_mut_ptr()));
                 let work = |r: usize| {
                     let row = &data[r * n..(r + 1) * n];
                     let pos = match order {
@@ -845,16 +825,6 @@ enum Order {
     Top(usize, bool),
 }
 
-#[derive(Clone, Copy)]
-struct SendPtr<T>(*mut T);
-// SAFETY: rows write disjoint ranges of the output (see `order_rows`).
-unsafe impl<T> Send for SendPtr<T> {}
-unsafe impl<T> Sync for SendPtr<T> {}
-impl<T> SendPtr<T> {
-    fn get(&self) -> *mut T {
-        self.0
-    }
-}
 
 /// torch.unique over all elements: sorted values, and optionally the inverse map and counts.
 #[pyfunction]
@@ -864,8 +834,8 @@ pub fn unique(py: Python<'_>, input: &PyTensor, sorted: bool, return_inverse: bo
     if dim.is_some() {
         return Err(pyo3::exceptions::PyNotImplementedError::new_err("unique(dim=...) is not supported by candle_bind yet"));
     }
-    let (vals, inverse, counts) = with_key!(input.t.dtype(), T => {
-        let data = values::<T>(&input.t)?;
+    let (vals, inverse, counts) = with_dtype!(input.t.dtype(), T => {
+        let data = super::cpu_vec::<T>(&input.t)?;
         let order = sort_row(&data, false);
         let mut uniq: Vec<T> = Vec::new();
         let mut counts: Vec<i64> = Vec::new();
@@ -944,8 +914,8 @@ pub fn searchsorted(
             inp.dims()
         )));
     }
-    let b = values::<f64>(&seq.t.to_dtype(candle_core::DType::F64).py()?)?;
-    let x = values::<f64>(&inp.t.to_dtype(candle_core::DType::F64).py()?)?;
+    let b = super::cpu_vec::<f64>(&seq.t.to_dtype(candle_core::DType::F64).py()?)?;
+    let x = super::cpu_vec::<f64>(&inp.t.to_dtype(candle_core::DType::F64).py()?)?;
     let m = seq.dims()[seq.rank() - 1];
     let per_row = if seq.rank() > 1 { inp.dims().last().copied().unwrap_or(1) } else { x.len().max(1) };
     let out: Vec<i64> = x
