@@ -48,3 +48,52 @@ def test_from_torch_to_torch():
         assert tuple(c.shape) == (3, 2) and repr(c.dtype) == repr(t.dtype)
         back = cb.to_torch(c)
         assert back.dtype == t.dtype and torch.equal(back, t)
+
+
+def test_einops_functions_on_candle_bind_tensors():
+    einops = __import__("pytest").importorskip("einops")
+    import candle_bind as cb
+
+    t = torch.randn(2, 6, 4, 3)
+    c = cb.from_torch(t)
+    cases = [
+        lambda e, x: e.rearrange(x, "b (h d) w c -> b h (w c) d", h=2),
+        lambda e, x: e.rearrange(x, "b c h w -> (b h) w c"),
+        lambda e, x: e.repeat(x[:, 0], "b h w -> b h w r", r=3),
+        lambda e, x: e.pack([x, x[:, :, 0]], "b c * ")[0],
+        lambda e, x: e.einsum(x, x, "b c h w, b d h w -> b c d"),
+        *[lambda e, x, op=op: e.reduce(x, "b c h w -> b w", op) for op in ["sum", "mean", "max", "min", "prod"]],
+    ]
+    for case in cases:
+        want, got = case(einops, t), case(einops, c)
+        assert tuple(got.shape) == tuple(want.shape)
+        assert torch.allclose(cb.to_torch(got), want, atol=1e-5)
+    # einops imported before candle_bind registers the backend too
+    code = "import einops, candle_bind as cb; print(tuple(einops.rearrange(cb.ones(2, 3), 'a b -> b a').shape))"
+    out = run(["-c", code])
+    assert out.returncode == 0 and out.stdout.strip() == "(3, 2)", out.stderr
+
+
+def test_einops_layers_under_the_shim():
+    """einops.layers.torch (imported against real torch first) is re-imported against candle_bind."""
+    __import__("pytest").importorskip("einops")
+    from einops.layers.torch import EinMix, Rearrange, Reduce
+
+    import candle_bind as cb
+    import candle_bind.compat as compat
+
+    layers = torch.nn.Sequential(Rearrange("b c (h p) w -> b h (p w) c", p=2), Reduce("b h x c -> b x c", "max"),
+                                 EinMix("b x c -> b x d", weight_shape="c d", bias_shape="d", c=3, d=5))
+    compat.install()
+    try:
+        from einops.layers.torch import EinMix as CEinMix, Rearrange as CRearrange, Reduce as CReduce
+        ours = cb.nn.Sequential(CRearrange("b c (h p) w -> b h (p w) c", p=2), CReduce("b h x c -> b x c", "max"),
+                                CEinMix("b x c -> b x d", weight_shape="c d", bias_shape="d", c=3, d=5))
+    finally:
+        compat.uninstall()
+    from einops.layers.torch import Rearrange as Again
+
+    assert Again is Rearrange and issubclass(CRearrange, cb.nn.Module)
+    ours.load_state_dict({k: cb.from_torch(v) for k, v in layers.state_dict().items()})
+    x = torch.randn(2, 3, 4, 5)
+    assert torch.allclose(cb.to_torch(ours(cb.from_torch(x))), layers(x).detach(), atol=1e-5)

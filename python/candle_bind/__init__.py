@@ -470,3 +470,39 @@ __all__ = [
     "result_type", "return_types", "seed", "set_grad_enabled", "set_num_threads", "stack", "tensor", "uint8",
     "vstack", "where", "zeros", "zeros_like", *_METHOD_FUNCTIONS,
 ]
+
+
+# ---- einops ----
+
+def _hook_einops() -> None:
+    """Registers candle_bind's einops backend now if einops' registry is loaded, else right after
+    it loads (einops finds backends by scanning subclasses, so ours must exist by then)."""
+    import importlib.abc
+    import importlib.util
+    import sys
+
+    if "einops._backends" in sys.modules:
+        from . import _einops  # noqa: F401
+        return
+
+    class _Finder(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path, target=None):
+            if name != "einops._backends":
+                return None
+            sys.meta_path.remove(self)
+            spec = importlib.util.find_spec(name)
+            if spec is not None and spec.loader is not None:
+                exec_module = spec.loader.exec_module
+
+                def exec_then_register(module):
+                    exec_module(module)
+                    sys.modules[name] = module
+                    importlib.import_module(f"{__name__}._einops")
+
+                spec.loader.exec_module = exec_then_register  # type: ignore[method-assign]
+            return spec
+
+    sys.meta_path.insert(0, _Finder())
+
+
+_hook_einops()

@@ -35,6 +35,9 @@ _MODULES = {
     "safetensors.torch": "candle_bind.safetensors",
 }
 
+# Modules that bound real torch when imported: re-imported under the shim, put back on uninstall.
+_REIMPORTED = ("einops.layers.torch", "einops._torch_specific")
+
 _saved: dict = {}
 
 
@@ -120,7 +123,7 @@ def _torch_extras(cb) -> dict:
         "Generator": Generator,
         "backends": backends,
         "jit": jit,
-        "__version__": "2.5.0+candle_bind",
+        "__version__": "2.8.0+candle_bind",
         "set_float32_matmul_precision": lambda precision: None,
         "get_float32_matmul_precision": lambda: "highest",
         "use_deterministic_algorithms": lambda mode, warn_only=False: None,
@@ -162,6 +165,8 @@ def install() -> None:
     if "safetensors" in sys.modules and not isinstance(sys.modules["safetensors"], _Shim):
         with contextlib.suppress(Exception):
             sys.modules["safetensors"].torch = sys.modules["safetensors.torch"]
+    for name in _REIMPORTED:
+        _saved[name] = sys.modules.pop(name, None)
     torch = sys.modules["torch"]
     for sub in ("backends", "jit"):
         sys.modules[f"torch.{sub}"] = object.__getattribute__(torch, "_extras")[sub]
