@@ -26,8 +26,8 @@ def best(fn, number):
     return min(timeit.repeat(fn, number=number, repeat=5)) / number
 
 
-def header(label: str, width: int = 46):
-    print(f"{label:<{width}} {'torch µs':>10} {'cb µs':>10} {'ratio':>7}")
+def header(label: str, width: int = 46, unit: str = "µs"):
+    print(f"{label:<{width}} {'torch ' + unit:>10} {'cb ' + unit:>10} {'ratio':>7}")
 
 
 def row(name, t_fn, c_fn, number, width: int = 46):

@@ -180,4 +180,10 @@ def uninstall() -> None:
             sys.modules.pop(name, None)
         else:
             sys.modules[name] = old
+        # A real parent package (safetensors) also held the shim as an attribute.
+        parent, _, child = name.rpartition(".")
+        holder = sys.modules.get(parent)
+        if holder is not None and not isinstance(holder, _Shim) and isinstance(getattr(holder, child, None), _Shim):
+            with contextlib.suppress(Exception):
+                setattr(holder, child, old) if old is not None else delattr(holder, child)
     _saved.clear()

@@ -212,23 +212,107 @@ fn random(dims: &[usize], dt: DType, dev: &Device, normal: bool) -> PyResult<PyT
             dt.name()
         )));
     }
-    let n: usize = dims.iter().product();
-    let v: Vec<f64> = with_rng(|r| {
-        if normal {
-            (0..n).map(|_| standard_normal(r)).collect()
-        } else {
-            (0..n).map(|_| r.random::<f64>()).collect()
-        }
-    });
-    let t = Tensor::from_vec(v, dims, dev).py()?.to_dtype(dt.candle()).py()?;
-    Ok(PyTensor::new(t, dt))
+    let dist = if normal { Dist::Normal(0.0, 1.0) } else { Dist::Uniform(0.0, 1.0) };
+    Ok(PyTensor::new(random_tensor(dims, dt, dev, dist)?, dt))
 }
 
-/// Box–Muller: one standard normal sample.
-pub(crate) fn standard_normal(r: &mut ::rand::rngs::StdRng) -> f64 {
-    let u1: f64 = 1.0 - r.random::<f64>();
-    let u2: f64 = r.random::<f64>();
-    (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+/// The distributions of rand/randn/uniform_/normal_: (from, to) and (mean, std).
+#[derive(Clone, Copy)]
+pub(crate) enum Dist {
+    Uniform(f64, f64),
+    Normal(f64, f64),
+}
+
+/// A float tensor of samples. Blocks of 4096 are filled in parallel, each by its own small generator
+/// seeded from the global stream, so the numbers depend on the seed and not on the thread count.
+/// float64 is sampled in f64; the other float dtypes in f32 and cast.
+pub(crate) fn random_tensor(dims: &[usize], dt: DType, dev: &Device, dist: Dist) -> PyResult<Tensor> {
+    const BLOCK: usize = 4096;
+    let n: usize = dims.iter().product();
+    let seeds: Vec<u64> = with_rng(|r| (0..n.div_ceil(BLOCK)).map(|_| r.random()).collect());
+    let t = if dt == DType::F64 {
+        let mut v = vec![0f64; n];
+        crate::pool::chunks_mut(&mut v, BLOCK, |i, out| {
+            let mut g = ::rand::rngs::SmallRng::seed_from_u64(seeds[i]);
+            fill_block(&mut g, out, dist, box_muller_f64);
+        });
+        Tensor::from_vec(v, dims, dev).py()?
+    } else {
+        let mut v = super::kernels::uninit_vec::<f32>(n);
+        crate::pool::chunks_mut(&mut v, BLOCK, |i, out| {
+            let mut g = ::rand::rngs::SmallRng::seed_from_u64(seeds[i]);
+            fill_block(&mut g, out, dist, box_muller_f32);
+        });
+        Tensor::from_vec(v, dims, dev).py()?.to_dtype(dt.candle()).py()?
+    };
+    Ok(t)
+}
+
+/// One block of samples: uniforms, then scaled, or turned into normals by `box_muller`.
+fn fill_block<T, R: Rng>(g: &mut R, out: &mut [T], dist: Dist, box_muller: impl Fn(&mut [T], T, T, T))
+where
+    T: num_traits::Float,
+    ::rand::distr::StandardUniform: ::rand::distr::Distribution<T>,
+{
+    let cast = |x: f64| T::from(x).unwrap_or_else(T::zero);
+    out.iter_mut().for_each(|o| *o = g.random::<T>());
+    match dist {
+        Dist::Uniform(from, to) => {
+            let (a, w) = (cast(from), cast(to - from));
+            out.iter_mut().for_each(|o| *o = a + w * *o);
+        }
+        Dist::Normal(mean, std) => box_muller(out, cast(mean), cast(std), g.random::<T>()),
+    }
+}
+
+/// Box–Muller in place over uniforms in [0, 1), neighbours paired; an odd last value is paired with
+/// `partner`.
+fn box_muller_f64(u: &mut [f64], mean: f64, std: f64, partner: f64) {
+    let n = u.len();
+    for i in (0..n).step_by(2) {
+        let u2 = if i + 1 < n { u[i + 1] } else { partner };
+        let r = (-2.0 * (1.0 - u[i]).ln()).sqrt();
+        let (sin, cos) = (std::f64::consts::TAU * u2).sin_cos();
+        u[i] = mean + std * r * cos;
+        if i + 1 < n {
+            u[i + 1] = mean + std * r * sin;
+        }
+    }
+}
+
+super::kernels::multiversion! {
+    /// Box–Muller in place over uniforms in [0, 1): lanes j and j + 8 of each 16 become two normals
+    /// (branch-free, so it vectorises); a short tail pairs neighbours, and an odd last value is paired
+    /// with `partner`.
+    fn box_muller_f32<>(u: &mut [f32], mean: f32, std: f32, partner: f32) where [] {
+        #[inline(always)]
+        fn pair(u1: f32, u2: f32) -> (f32, f32) {
+            let r = (-2.0 * super::kernels::ln_pos_f32(1.0 - u1)).sqrt();
+            // θ = 2h with h in [-π/2, π/2): sin h by its odd series (error < 4e-6), then double angle.
+            let h = std::f32::consts::PI * (u2 - 0.5);
+            let h2 = h * h;
+            let s = h * (1.0 + h2 * (-1.0 / 6.0 + h2 * (1.0 / 120.0 + h2 * (-1.0 / 5040.0 + h2 * (1.0 / 362_880.0)))));
+            (r * (1.0 - 2.0 * s * s), r * 2.0 * s * (1.0 - s * s).max(0.0).sqrt())
+        }
+        let mut blocks = u.chunks_exact_mut(16);
+        for b in &mut blocks {
+            let (lo, hi) = b.split_at_mut(8);
+            for (a, c) in lo.iter_mut().zip(hi.iter_mut()) {
+                let (x, y) = pair(*a, *c);
+                *a = mean + std * x;
+                *c = mean + std * y;
+            }
+        }
+        let tail = blocks.into_remainder();
+        let n = tail.len();
+        for i in (0..n).step_by(2) {
+            let (x, y) = pair(tail[i], if i + 1 < n { tail[i + 1] } else { partner });
+            tail[i] = mean + std * x;
+            if i + 1 < n {
+                tail[i + 1] = mean + std * y;
+            }
+        }
+    }
 }
 
 #[pyfunction]

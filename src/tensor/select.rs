@@ -11,6 +11,7 @@ use rand::Rng;
 
 use super::inplace::for_each_offset;
 use super::reduce::values_indices;
+use super::creation::Dist;
 use super::{cast, norm_dim, operand_arg, with_dtype, Arg, Operand, PyTensor, Scalar};
 use crate::dtype::DType;
 use crate::error::{index_err, runtime_err, shape_err, type_err, IntoPyResult};
@@ -709,15 +710,13 @@ impl PyTensor {
     #[pyo3(name = "uniform_")]
     fn uniform_<'py>(slf: PyRef<'py, Self>, from_: f64, to: f64, generator: Option<&Bound<'_, PyAny>>) -> PyResult<PyRef<'py, Self>> {
         let _ = generator;
-        let v: Vec<f64> = super::creation::with_rng(|r| (0..slf.numel()).map(|_| from_ + (to - from_) * r.random::<f64>()).collect());
-        slf.fill_values(v)?;
+        slf.fill_random(Dist::Uniform(from_, to))?;
         Ok(slf)
     }
     #[pyo3(signature = (mean=0.0, std=1.0, *, generator=None))]
     fn normal_<'py>(slf: PyRef<'py, Self>, mean: f64, std: f64, generator: Option<&Bound<'_, PyAny>>) -> PyResult<PyRef<'py, Self>> {
         let _ = generator;
-        let v: Vec<f64> = super::creation::with_rng(|r| (0..slf.numel()).map(|_| mean + std * super::creation::standard_normal(r)).collect());
-        slf.fill_values(v)?;
+        slf.fill_random(Dist::Normal(mean, std))?;
         Ok(slf)
     }
 
@@ -758,11 +757,11 @@ impl PyTensor {
     }
 
     /// Writes row-major values (as f64) into self, converted to self's dtype.
-    fn fill_values(&self, v: Vec<f64>) -> PyResult<()> {
+    fn fill_random(&self, dist: Dist) -> PyResult<()> {
         if !self.dtype.is_float() {
             return Err(runtime_err(format!("random fill expects a floating point tensor, got {}", self.dtype.title())));
         }
-        let t = Tensor::from_vec(v, self.dims(), &Device::Cpu).py()?.to_dtype(self.t.dtype()).py()?;
+        let t = super::creation::random_tensor(self.dims(), self.dtype, &Device::Cpu, dist)?;
         self.assign(Operand::T(&self.same(t)))
     }
 

@@ -1,0 +1,83 @@
+"""Whole models end to end, torch vs candle_bind in one run, as time ratios: each script in
+examples/swap (unmodified PyTorch code) constructs its model, loads the checkpoint, runs its forward
+pass and, where it applies, its generation loop — once with real torch, once through the shim.
+
+    python benches/models.py [--threads N] [--only NAME] [--profile]
+
+--profile prints, per model, the candle_bind calls that take the most time (cProfile, own time).
+"""
+
+import argparse
+import cProfile
+import importlib.util
+import os
+import pstats
+import tempfile
+
+import torch
+
+import candle_bind as cb
+import candle_bind.compat as compat
+from harness import best, header
+
+SWAP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples", "swap")
+MODELS = ["gpt", "llama", "resnet", "unet", "rnn_lm", "vit", "audio"]
+
+
+def import_script(name, tag):
+    spec = importlib.util.spec_from_file_location(f"{tag}_{name}", os.path.join(SWAP, f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def import_both(name):
+    """The script bound to real torch, and the same script bound to candle_bind through the shim."""
+    ref = import_script(name, "torch")
+    compat.install()
+    try:
+        ours = import_script(name, "cb")
+    finally:
+        compat.uninstall()
+    return ref, ours
+
+
+def profile(run, top=6):
+    prof = cProfile.Profile()
+    prof.runcall(run)
+    stats = pstats.Stats(prof)
+    stats.sort_stats("tottime").print_stats(top)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--threads", type=int, action="append", help="default: 1 and 2")
+    p.add_argument("--only", action="append", choices=MODELS)
+    p.add_argument("--profile", action="store_true")
+    args = p.parse_args()
+    names = args.only or MODELS
+    with tempfile.TemporaryDirectory() as tmp:
+        scripts = {}
+        for name in names:
+            ref, ours = import_both(name)
+            path = os.path.join(tmp, f"{name}.pt")
+            ref.save_checkpoint(path)
+            scripts[name] = (ref, ours, path)
+        for threads in args.threads or [1, 2]:
+            torch.set_num_threads(threads)
+            cb.set_num_threads(threads)
+            print(f"\nthreads: {threads}")
+            header("model (construct + load + forward [+ generate])", 50, "ms")
+            for name, (ref, ours, path) in scripts.items():
+                t_run = lambda: ref.infer(ref.load(path))  # noqa: E731
+                c_run = lambda: ours.infer(ours.load(path))  # noqa: E731
+                number = 1
+                t = best(t_run, number)
+                c = best(c_run, number)
+                print(f"{name:<50} {t * 1e3:>10.1f} {c * 1e3:>10.1f} {c / t:>7.2f}")
+                if args.profile:
+                    profile(c_run)
+
+
+if __name__ == "__main__":
+    main()
