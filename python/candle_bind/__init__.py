@@ -53,7 +53,7 @@ from ._tensor import take_along_dim
 
 # Submodules load on first use, so `import candle_bind` stays fast (numpy, zipfile and the layer
 # classes are only imported by the code that needs them).
-_LAZY_MODULES = {"nn", "gguf", "safetensors", "serialization", "compat"}
+_LAZY_MODULES = {"nn", "gguf", "safetensors", "serialization", "compat", "utils"}
 
 
 def from_torch(t) -> Tensor:

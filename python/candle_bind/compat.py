@@ -32,6 +32,9 @@ _MODULES = {
     "torch.nn.utils.rnn": "candle_bind.nn.utils.rnn",
     "torch.nn.utils.parametrizations": "candle_bind.nn.utils.parametrizations",
     "torch.serialization": "candle_bind.serialization",
+    "torch.utils": "candle_bind.utils",
+    "torch.utils.data": "candle_bind.utils.data",
+    "torch.utils.checkpoint": "candle_bind.utils.checkpoint",
     "safetensors.torch": "candle_bind.safetensors",
 }
 
