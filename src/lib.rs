@@ -48,6 +48,8 @@ mod candle_bind_c {
     #[pymodule_export]
     use crate::tensor::convert::from_numpy;
     #[pymodule_export]
+    use crate::tensor::dlpack::from_dlpack;
+    #[pymodule_export]
     use crate::tensor::creation::{
         arange, as_tensor, empty, empty_like, eye, full, full_like, manual_seed, ones, ones_like, rand, rand_like,
         randint, randn, randn_like, randperm, seed, tensor, zeros, zeros_like,

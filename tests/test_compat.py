@@ -97,3 +97,39 @@ def test_einops_layers_under_the_shim():
     ours.load_state_dict({k: cb.from_torch(v) for k, v in layers.state_dict().items()})
     x = torch.randn(2, 3, 4, 5)
     assert torch.allclose(cb.to_torch(ours(cb.from_torch(x))), layers(x).detach(), atol=1e-5)
+
+
+def test_dlpack_both_ways():
+    import numpy as np
+
+    import candle_bind as cb
+    from candle_bind.utils.dlpack import to_dlpack
+
+    for dt in [torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int64, torch.int32,
+               torch.uint8, torch.bool]:
+        t = (torch.arange(24) % 5).to(dt).view(2, 3, 4)
+        for view in (t, t.transpose(0, 2), t[:, 1:, ::2], t[0, 0, :0], t[1, 2, 3]):
+            c = cb.from_dlpack(view)
+            assert tuple(c.shape) == tuple(view.shape) and repr(c.dtype) == repr(view.dtype)
+            assert torch.equal(cb.to_torch(c), view)
+            back = torch.from_dlpack(c)
+            assert back.dtype == view.dtype and torch.equal(back, view)
+    # Export shares memory (a view of the storage, offsets and strides kept); import copies.
+    x = cb.arange(12.0).reshape(3, 4)
+    shared = torch.from_dlpack(x[1:].t())
+    shared[0, 0] = 100.0
+    assert x[1, 0].item() == 100.0
+    assert torch.from_dlpack(to_dlpack(x)).shape == (3, 4)
+    assert np.from_dlpack(x).tolist() == x.tolist()
+    assert x.__dlpack_device__() == (1, 0)
+    assert cb.from_dlpack(np.arange(3.0)).tolist() == [0.0, 1.0, 2.0]
+    capsule = x.__dlpack__()
+    cb.from_dlpack(capsule)
+    import pytest
+
+    with pytest.raises(TypeError, match="unused DLPack capsule"):
+        cb.from_dlpack(capsule)  # consumed once
+    with pytest.raises(TypeError):
+        cb.from_dlpack(3)
+    with pytest.raises(TypeError, match="unsupported DLPack dtype"):
+        cb.from_dlpack(torch.zeros(2, dtype=torch.complex64))

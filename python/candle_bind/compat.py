@@ -35,6 +35,7 @@ _MODULES = {
     "torch.utils": "candle_bind.utils",
     "torch.utils.data": "candle_bind.utils.data",
     "torch.utils.checkpoint": "candle_bind.utils.checkpoint",
+    "torch.utils.dlpack": "candle_bind.utils.dlpack",
     "safetensors.torch": "candle_bind.safetensors",
 }
 

@@ -4,6 +4,7 @@
 pub mod arith;
 pub mod convert;
 pub mod creation;
+pub mod dlpack;
 pub mod index;
 pub mod inplace;
 pub mod kernels;

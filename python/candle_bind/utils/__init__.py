@@ -1,5 +1,5 @@
-"""torch.utils: the parts inference scripts touch (`data`, `checkpoint`)."""
+"""torch.utils: the parts inference scripts touch (`data`, `checkpoint`, `dlpack`)."""
 
-from . import checkpoint, data
+from . import checkpoint, data, dlpack
 
-__all__ = ["checkpoint", "data"]
+__all__ = ["checkpoint", "data", "dlpack"]
