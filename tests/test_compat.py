@@ -133,3 +133,55 @@ def test_dlpack_both_ways():
         cb.from_dlpack(3)
     with pytest.raises(TypeError, match="unsupported DLPack dtype"):
         cb.from_dlpack(torch.zeros(2, dtype=torch.complex64))
+
+
+IDIOMS = '''
+from contextlib import nullcontext
+import torch
+import torch.nn.functional as F
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+device = "mps" if torch.backends.mps.is_available() else device
+dtype = "bfloat16" if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else "float32"
+ptdtype = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[dtype]
+torch.manual_seed(1337)
+torch.cuda.manual_seed(1337)
+torch.backends.cuda.matmul.allow_tf32 = True
+torch.backends.cudnn.allow_tf32 = True
+torch.set_num_threads(2)
+print(torch.get_num_threads())
+device_type = "cuda" if "cuda" in str(device) else "cpu"
+ctx = nullcontext() if device_type == "cpu" else torch.amp.autocast(device_type=device_type, dtype=ptdtype)
+with ctx, torch.autocast("cpu", enabled=False), torch.amp.autocast(device_type="cpu", dtype=torch.bfloat16):
+    pass
+torch.set_printoptions(precision=2)
+x = torch.randn(2, 3, device=device, generator=torch.Generator().manual_seed(0))
+print(isinstance(x, torch.Tensor), x.is_cuda, x.device.type, torch.is_tensor(x), x.dtype == torch.float32)
+print(torch.Size([2, 3]) == x.shape, type(x.shape) is torch.Size)
+print(torch.finfo(torch.float32).eps, torch.iinfo(torch.int64).max)
+with torch.set_grad_enabled(False):
+    print(torch.is_grad_enabled())
+print(torch.is_grad_enabled())
+f = torch.compile(lambda a: a + 1, mode="reduce-overhead")
+print(torch.cuda.device_count(), torch.tensor([1.0, 2.0]).to(device, non_blocking=True) / 3)
+torch.cuda.empty_cache()
+print(torch.get_default_dtype(), torch.float, F.one_hot(torch.tensor([0, 2]), 3).tolist())
+torch.testing.assert_close(torch.ones(2) + 1e-7, torch.ones(2))
+print(torch.allclose(torch.ones(2), torch.ones(2) + 1e-3), torch.isclose(torch.ones(2), torch.tensor([1.0, 2.0])).tolist())
+try:
+    torch.testing.assert_close(torch.ones(2), torch.zeros(2))
+except AssertionError as e:
+    print(str(e).splitlines()[0])
+'''
+
+
+def test_script_idioms_around_the_model(tmp_path):
+    """What scripts do around the model (devices, flags, autocast, seeding, printing) prints the
+    same under torch and under the shim."""
+    script = tmp_path / "idioms.py"
+    script.write_text(IDIOMS)
+    ref = run(["-W", "ignore", str(script)], env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})
+    ours = run(["-m", "candle_bind", "run", str(script)])
+    assert ref.returncode == 0, ref.stderr
+    assert ours.returncode == 0, ours.stderr
+    assert ours.stdout == ref.stdout

@@ -50,11 +50,11 @@ from ._C import device, dtype
 from ._C import bucketize, searchsorted, unique
 from ._size import Size
 from . import return_types
-from ._tensor import take_along_dim
+from ._tensor import allclose, isclose, take_along_dim
 
 # Submodules load on first use, so `import candle_bind` stays fast (numpy, zipfile and the layer
 # classes are only imported by the code that needs them).
-_LAZY_MODULES = {"nn", "gguf", "safetensors", "serialization", "compat", "utils"}
+_LAZY_MODULES = {"nn", "gguf", "safetensors", "serialization", "compat", "utils", "testing"}
 
 
 def from_torch(t) -> Tensor:
@@ -409,7 +409,13 @@ class enable_grad(_GradMode):
 class set_grad_enabled(_GradMode):
     def __init__(self, mode: _builtins.bool):
         super().__init__(mode)
-        _grad_enabled[0] = mode  # torch sets the mode on construction, too
+        # torch sets the mode on construction (a plain call works); `with` restores what was before.
+        self._before = _grad_enabled[0]
+        _grad_enabled[0] = mode
+
+    def __enter__(self):
+        self._prev.append(self._before)
+        return self
 
 
 class inference_mode(_GradMode):
@@ -456,8 +462,33 @@ class _Cuda:
     def synchronize(device=None) -> None:
         return None
 
+    @staticmethod
+    def empty_cache() -> None:
+        return None
+
+    @staticmethod
+    def is_bf16_supported(including_emulation: _builtins.bool = True) -> _builtins.bool:
+        return _C.cuda_is_available()
+
+    @staticmethod
+    def current_device() -> _builtins.int:
+        return 0
+
 
 cuda = _Cuda()
+
+
+def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=None, profile=None, sci_mode=None):
+    """torch.set_printoptions: precision, threshold, edgeitems, linewidth and the named profiles."""
+    from . import _tensor_str as ts
+
+    if profile is not None:
+        ts.PRECISION, ts.THRESHOLD, ts.EDGEITEMS, ts.LINEWIDTH = {
+            "default": (4, 1000, 3, 80), "short": (2, 1000, 2, 80), "full": (4, float("inf"), 3, 80)}[profile]
+    for name, value in (("PRECISION", precision), ("THRESHOLD", threshold), ("EDGEITEMS", edgeitems),
+                        ("LINEWIDTH", linewidth)):
+        if value is not None:
+            setattr(ts, name, value)
 
 __all__ = [
     "CandleError", "DTypeError", "DeviceError", "ShapeError", "Size", "Tensor", "arange", "as_tensor",
@@ -467,7 +498,7 @@ __all__ = [
     "float32", "float64", "from_dlpack", "from_numpy", "full", "full_like", "get_default_dtype", "get_num_threads", "half",
     "hstack", "iinfo", "inference_mode", "int", "int32", "int64", "is_floating_point", "is_grad_enabled",
     "is_tensor", "linspace", "logspace", "long", "manual_seed", "max", "min", "no_grad", "numel", "ones",
-    "ones_like", "promote_types", "rand", "rand_like", "randint", "randn", "randn_like", "randperm",
+    "ones_like", "promote_types", "allclose", "isclose", "set_printoptions", "rand", "rand_like", "randint", "randn", "randn_like", "randperm",
     "result_type", "return_types", "seed", "set_grad_enabled", "set_num_threads", "stack", "tensor", "uint8",
     "vstack", "where", "zeros", "zeros_like", *_METHOD_FUNCTIONS,
 ]

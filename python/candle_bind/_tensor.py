@@ -39,6 +39,8 @@ def _install() -> None:
             setattr(Tensor, name + "_", _make_inplace(name))
     Tensor.take_along_dim = take_along_dim
     Tensor.unique = unique
+    Tensor.isclose = isclose
+    Tensor.allclose = allclose
     # copy.deepcopy (used by nn.TransformerEncoder to clone layers) and copy.copy.
     Tensor.__deepcopy__ = lambda self, memo: memo.setdefault(id(self), self.clone())
     Tensor.__copy__ = lambda self: self.clone()
@@ -47,6 +49,26 @@ def _install() -> None:
 def unique(self, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002 - torch's names
     """Tensor.unique: the sorted distinct values (see `candle_bind.unique`)."""
     return _unique(self, sorted, return_inverse, return_counts, dim)
+
+
+def isclose(input: Tensor, other, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Tensor:
+    """|input - other| <= atol + rtol * |other|, elementwise; equal values (infinities) are close."""
+    if not isinstance(other, Tensor):
+        other = input.new_tensor(other)
+    if input.dtype != other.dtype:
+        raise RuntimeError(f"{input.dtype} did not match {other.dtype}")
+    close = input == other
+    if input.is_floating_point():
+        a, b = input.double(), other.double()
+        finite = a.isfinite() & b.isfinite()
+        close = close | (finite & ((a - b).abs() <= atol + rtol * b.abs()))
+        if equal_nan:
+            close = close | (a.isnan() & b.isnan())
+    return close
+
+
+def allclose(input: Tensor, other, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
+    return bool(isclose(input, other, rtol, atol, equal_nan).all().item())
 
 
 def take_along_dim(input: Tensor, indices: Tensor, dim=None) -> Tensor:

@@ -32,6 +32,7 @@ _MODULES = {
     "torch.nn.utils.rnn": "candle_bind.nn.utils.rnn",
     "torch.nn.utils.parametrizations": "candle_bind.nn.utils.parametrizations",
     "torch.serialization": "candle_bind.serialization",
+    "torch.testing": "candle_bind.testing",
     "torch.utils": "candle_bind.utils",
     "torch.utils.data": "candle_bind.utils.data",
     "torch.utils.checkpoint": "candle_bind.utils.checkpoint",
@@ -106,6 +107,29 @@ class Generator:
         return self._seed
 
 
+class autocast:
+    """torch.autocast / torch.amp.autocast: accepted; candle_bind computes in the tensors' own dtypes
+    (cast the model with `.to(dtype)` for reduced precision)."""
+
+    def __init__(self, device_type="cpu", dtype=None, enabled=True, cache_enabled=None):
+        if not isinstance(device_type, str):
+            raise ValueError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
+        self.device_type, self.fast_dtype, self.enabled = device_type, dtype, enabled
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def __call__(self, func):
+        def wrapped(*args, **kwargs):
+            with self:
+                return func(*args, **kwargs)
+
+        return wrapped
+
+
 def _namespace(name: str, **attrs) -> types.ModuleType:
     m = _Shim(name, types.SimpleNamespace(), attrs)
     return m
@@ -122,7 +146,13 @@ def _torch_extras(cb) -> dict:
     )
     jit = _namespace("torch.jit", script=_identity_decorator, trace=_trace, ignore=_identity_decorator,
                      unused=_identity_decorator, export=_identity_decorator)
+    amp = _namespace("torch.amp", autocast=autocast)
+    version = _namespace("torch.version", cuda=None, hip=None, git_version="candle_bind",
+                         __version__="2.8.0+candle_bind", debug=False)
     return {
+        "amp": amp,
+        "autocast": autocast,
+        "version": version,
         "compile": _identity_decorator,
         "Generator": Generator,
         "backends": backends,
@@ -172,7 +202,7 @@ def install() -> None:
     for name in _REIMPORTED:
         _saved[name] = sys.modules.pop(name, None)
     torch = sys.modules["torch"]
-    for sub in ("backends", "jit"):
+    for sub in ("backends", "jit", "amp", "version"):
         sys.modules[f"torch.{sub}"] = object.__getattribute__(torch, "_extras")[sub]
         _saved.setdefault(f"torch.{sub}", None)
 

@@ -177,7 +177,7 @@ pub fn as_tensor(data: &Bound<'_, PyAny>, dtype: Option<&Bound<'_, PyAny>>, devi
 macro_rules! factory {
     ($name:ident, $body:expr) => {
         #[pyfunction]
-        #[pyo3(signature = (*size, dtype=None, device=None, requires_grad=false, out=None, layout=None, pin_memory=false))]
+        #[pyo3(signature = (*size, dtype=None, device=None, requires_grad=false, out=None, layout=None, pin_memory=false, generator=None))]
         #[allow(clippy::too_many_arguments)]
         pub fn $name(
             size: &Bound<'_, PyTuple>,
@@ -187,8 +187,10 @@ macro_rules! factory {
             out: Option<&Bound<'_, PyAny>>,
             layout: Option<&Bound<'_, PyAny>>,
             pin_memory: bool,
+            generator: Option<&Bound<'_, PyAny>>,
         ) -> PyResult<PyTensor> {
-            let _ = (requires_grad, out, layout, pin_memory);
+            // generator: one global stream (torch.Generator.manual_seed seeds it).
+            let _ = (requires_grad, out, layout, pin_memory, generator);
             let dims = size_arg(size)?;
             let dt = opt_dtype(dtype)?.unwrap_or(DType::F32);
             let dev = opt_device(device)?;
@@ -401,8 +403,9 @@ pub fn randint(args: &Bound<'_, PyTuple>, size: Option<&Bound<'_, PyAny>>, dtype
 }
 
 #[pyfunction]
-#[pyo3(signature = (n, *, dtype=None, device=None))]
-pub fn randperm(n: usize, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
+#[pyo3(signature = (n, *, dtype=None, device=None, generator=None))]
+pub fn randperm(n: usize, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, generator: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
+    let _ = generator;
     let mut v: Vec<i64> = (0..n as i64).collect();
     with_rng(|r| {
         for i in (1..n).rev() {
