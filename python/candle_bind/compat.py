@@ -187,8 +187,11 @@ def install() -> None:
         target = importlib.import_module(cb_name)
         extras = _torch_extras(cb) if torch_name == "torch" else {}
         if torch_name == "safetensors.torch" and "safetensors" not in sys.modules:
-            with contextlib.suppress(ImportError):
+            try:
                 importlib.import_module("safetensors")
+            except ImportError:  # not installed: candle_bind's reader stands in for the package too
+                _saved["safetensors"] = None
+                sys.modules["safetensors"] = _Shim("safetensors", target)
         _saved[torch_name] = sys.modules.get(torch_name)
         sys.modules[torch_name] = _Shim(torch_name, target, extras)
     # Parents expose their children as attributes (`torch.nn.functional`).
