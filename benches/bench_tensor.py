@@ -37,6 +37,10 @@ bias = torch.randn(1536)
 cbias = cb.from_numpy(bias.numpy())
 row("x + bias (4,128,1536)+(1536,)", lambda: g + bias, lambda: cg + cbias, 20)
 row("x.sum(-1) (4,128,1536)", lambda: g.sum(-1), lambda: cg.sum(-1), 20)
+row("randn(1024, 1024)", lambda: torch.randn(1024, 1024), lambda: cb.randn(1024, 1024), 20)
+row("normal_ + uniform_ (4,128,1536) (weight init)", lambda: g.normal_(0, 0.02).uniform_(-0.1, 0.1),
+    lambda: cg.normal_(0, 0.02).uniform_(-0.1, 0.1), 20)
+row("full((64, 75, 101), 0.5)", lambda: torch.full((64, 75, 101), 0.5), lambda: cb.full((64, 75, 101), 0.5), 50)
 
 e = torch.rand(256, 1024)
 ce = cb.from_numpy(e.numpy())

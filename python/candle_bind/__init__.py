@@ -51,6 +51,7 @@ from ._C import bucketize, searchsorted, unique
 from ._size import Size
 from . import return_types
 from ._tensor import allclose, isclose, take_along_dim
+from . import _ops
 
 # Submodules load on first use, so `import candle_bind` stays fast (numpy, zipfile and the layer
 # classes are only imported by the code that needs them).
@@ -126,6 +127,8 @@ _METHOD_FUNCTIONS = (
 )
 for _name in _METHOD_FUNCTIONS:
     globals()[_name] = getattr(Tensor, _name)
+for _name in _ops.FUNCTIONS:
+    globals()[_name] = getattr(_ops, _name)
 del _name
 
 
@@ -500,8 +503,17 @@ __all__ = [
     "is_tensor", "linspace", "logspace", "long", "manual_seed", "max", "min", "no_grad", "numel", "ones",
     "ones_like", "promote_types", "allclose", "isclose", "set_printoptions", "rand", "rand_like", "randint", "randn", "randn_like", "randperm",
     "result_type", "return_types", "seed", "set_grad_enabled", "set_num_threads", "stack", "tensor", "uint8",
-    "vstack", "where", "zeros", "zeros_like", *_METHOD_FUNCTIONS,
+    "vstack", "where", "zeros", "zeros_like", "get_num_interop_threads", "set_num_interop_threads",
+    *_METHOD_FUNCTIONS, *_ops.FUNCTIONS,
 ]
+
+
+def get_num_interop_threads() -> _builtins.int:
+    return 1
+
+
+def set_num_interop_threads(num: _builtins.int) -> None:
+    """Accepted: candle_bind runs one op at a time (intra-op threads: set_num_threads)."""
 
 
 # ---- einops ----

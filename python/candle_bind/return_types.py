@@ -28,3 +28,13 @@ class topk(NamedTuple):  # noqa: N801
 class kthvalue(NamedTuple):  # noqa: N801
     values: Tensor
     indices: Tensor
+
+
+class median(NamedTuple):  # noqa: N801
+    values: Tensor
+    indices: Tensor
+
+
+class aminmax(NamedTuple):  # noqa: N801
+    min: Tensor
+    max: Tensor

@@ -1,0 +1,679 @@
+"""torch functions that are compositions of other ops (no kernel of their own): BLAS-style fused
+adds, shape helpers, elementwise math from its definition, and the small reductions model code
+reaches for. Exported as `candle_bind.<name>`; those torch also has as methods become Tensor methods.
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+from typing import Sequence
+
+from . import _C
+from ._C import Tensor
+from . import return_types
+
+# ---- fused multiply-adds (HF's GPT-2 Conv1D is addmm, BLOOM/GPT-NeoX attention is baddbmm) ----
+
+
+def _scaled_sum(input, product, beta, alpha):
+    if alpha != 1:
+        product = product * alpha
+    if beta == 0:  # torch ignores input then, NaNs included
+        return product
+    return product + (input if beta == 1 else input * beta)
+
+
+def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
+    """beta·input + alpha·(mat1 @ mat2), mat1 and mat2 2-D."""
+    if mat1.dim() != 2 or mat2.dim() != 2:
+        raise RuntimeError(f"mat1 must be a matrix, got {mat1.dim()}-D tensor" if mat1.dim() != 2
+                           else f"mat2 must be a matrix, got {mat2.dim()}-D tensor")
+    return _scaled_sum(input, mat1 @ mat2, beta, alpha)
+
+
+def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
+    """beta·input + alpha·(batch1 @ batch2), both batches 3-D."""
+    if batch1.dim() != 3 or batch2.dim() != 3:
+        raise RuntimeError("batch1 must be a 3D tensor" if batch1.dim() != 3 else "batch2 must be a 3D tensor")
+    return _scaled_sum(input, batch1.bmm(batch2), beta, alpha)
+
+
+def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
+    """beta·input + alpha·Σ_b batch1[b] @ batch2[b]."""
+    return _scaled_sum(input, batch1.bmm(batch2).sum(0), beta, alpha)
+
+
+def addmv(input, mat, vec, *, beta=1, alpha=1, out=None):
+    return _scaled_sum(input, mat.mv(vec), beta, alpha)
+
+
+def addcmul(input, tensor1, tensor2, *, value=1, out=None):
+    return input + (tensor1 * tensor2) * value if value != 1 else input + tensor1 * tensor2
+
+
+def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
+    return input + (tensor1 / tensor2) * value if value != 1 else input + tensor1 / tensor2
+
+
+def chain_matmul(*matrices):
+    out = matrices[0]
+    for m in matrices[1:]:
+        out = out @ m
+    return out
+
+
+def vdot(input, other):
+    return input.dot(other)
+
+
+def inner(input, other):
+    if input.dim() == 0 or other.dim() == 0:
+        return input * other
+    return tensordot(input, other, dims=([-1], [-1]))
+
+
+def tensordot(a, b, dims=2, out=None):
+    """Contracts dims of a with dims of b (an int n: a's last n with b's first n)."""
+    if isinstance(dims, int):
+        da, db = list(range(a.dim() - dims, a.dim())), list(range(dims))
+    else:
+        da, db = ([dims[0]] if isinstance(dims[0], int) else list(dims[0])), ([dims[1]] if isinstance(dims[1], int) else list(dims[1]))
+    da = [d % a.dim() for d in da]
+    db = [d % b.dim() for d in db]
+    for x, y in zip(da, db):
+        if a.shape[x] != b.shape[y]:
+            raise RuntimeError(f"contracted dimensions need to match, but first has size {a.shape[x]} in dim {x} "
+                               f"and second has size {b.shape[y]} in dim {y}")
+    free_a = [d for d in range(a.dim()) if d not in da]
+    free_b = [d for d in range(b.dim()) if d not in db]
+    k = math.prod(a.shape[d] for d in da)
+    lhs = a.permute(*free_a, *da).reshape(-1, k)
+    rhs = b.permute(*db, *free_b).reshape(k, -1)
+    return (lhs @ rhs).reshape(*[a.shape[d] for d in free_a], *[b.shape[d] for d in free_b])
+
+
+def kron(input, other):
+    """Kronecker product: out[i·m + k, ...] = input[i, ...] · other[k, ...]."""
+    nd = builtins.max(input.dim(), other.dim())
+    a = input.reshape(*([1] * (nd - input.dim())), *input.shape)
+    b = other.reshape(*([1] * (nd - other.dim())), *other.shape)
+    inter = [v for pair in zip(a.shape, [1] * nd) for v in pair]
+    outer_b = [v for pair in zip([1] * nd, b.shape) for v in pair]
+    prod = a.reshape(*inter) * b.reshape(*outer_b)
+    return prod.reshape(*[x * y for x, y in zip(a.shape, b.shape)])
+
+
+def cross(input, other, dim=None):
+    """Cross product of 3-vectors along `dim` (default: the first dim of size 3, as torch.cross)."""
+    input, other = broadcast_tensors(input, other)
+    if dim is None:
+        dim = next((i for i, s in enumerate(input.shape) if s == 3), None)
+        if dim is None:
+            raise RuntimeError("no dimension of size 3 in input")
+    if input.shape[dim] != 3:
+        raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got {input.shape[dim]} and {other.shape[dim]}")
+    a0, a1, a2 = input.unbind(dim)
+    b0, b1, b2 = other.unbind(dim)
+    return _C.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], dim)
+
+
+# ---- shapes ----
+
+
+def broadcast_tensors(*tensors):
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    from . import broadcast_shapes
+
+    shape = broadcast_shapes(*(t.shape for t in tensors))
+    return tuple(t.expand(*shape) for t in tensors)
+
+
+def tile(input, dims):
+    dims = tuple(dims)
+    if len(dims) < input.dim():
+        dims = (1,) * (input.dim() - len(dims)) + dims
+    return input.repeat(*dims)
+
+
+def movedim(input, source, destination):
+    src = [source] if isinstance(source, int) else list(source)
+    dst = [destination] if isinstance(destination, int) else list(destination)
+    if len(src) != len(dst):
+        raise RuntimeError(f"movedim: Invalid source or destination dims: source ({src} dims) should contain the "
+                           f"same number of dims as destination ({dst} dims)")
+    n = input.dim()
+    src = [s % n if n else s for s in src]
+    dst = [d % n if n else d for d in dst]
+    order = [None] * n
+    for s, d in zip(src, dst):
+        order[d] = s
+    rest = iter(i for i in range(n) if i not in src)
+    return input.permute(*[o if o is not None else next(rest) for o in order])
+
+
+moveaxis = movedim
+
+
+def select(input, dim, index):
+    size = input.shape[dim]
+    if not -size <= index < size:
+        raise IndexError(f"select(): index {index} out of range for tensor of size {list(input.shape)} at dimension {dim}")
+    return input.narrow(dim, index % size, 1).squeeze(dim)
+
+
+def tensor_split(input, indices_or_sections, dim=0):
+    n = input.shape[dim]
+    if isinstance(indices_or_sections, Tensor):
+        indices_or_sections = indices_or_sections.tolist()
+    if isinstance(indices_or_sections, int):
+        k = indices_or_sections
+        if k <= 0:
+            raise RuntimeError(f"number of sections must be larger than 0, got {k}")
+        q, r = divmod(n, k)
+        bounds = [i * q + builtins.min(i, r) for i in range(k + 1)]
+    else:
+        bounds = [0, *[builtins.min(builtins.max(int(i), 0), n) for i in indices_or_sections], n]
+    return tuple(input.narrow(dim, a, builtins.max(b - a, 0)) for a, b in zip(bounds, bounds[1:]))
+
+
+def column_stack(tensors):
+    return _C.cat([t.reshape(-1, 1) if t.dim() <= 1 else t for t in tensors], 1)
+
+
+def dstack(tensors):
+    def at_least_3d(t):
+        return t.reshape(1, -1, 1) if t.dim() <= 1 else (t.unsqueeze(-1) if t.dim() == 2 else t)
+
+    return _C.cat([at_least_3d(t) for t in tensors], 2)
+
+
+def meshgrid(*tensors, indexing="ij"):
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    if indexing not in ("ij", "xy"):
+        raise RuntimeError(f"torch.meshgrid: indexing must be one of \"xy\" or \"ij\", but received: {indexing}")
+    sizes = [t.numel() for t in tensors]
+    swap = indexing == "xy" and len(tensors) >= 2
+    if swap:
+        sizes[0], sizes[1] = sizes[1], sizes[0]
+    out = []
+    for i, t in enumerate(tensors):
+        pos = (1 - i if i < 2 else i) if swap else i
+        shape = [1] * len(tensors)
+        shape[pos] = -1
+        out.append(t.reshape(*shape).expand(*sizes))
+    return tuple(out)
+
+
+def rot90(input, k=1, dims=(0, 1)):
+    d0, d1 = dims
+    k %= 4
+    if k == 1:
+        return input.flip(d1).transpose(d0, d1)
+    if k == 2:
+        return input.flip(d0).flip(d1)
+    if k == 3:
+        return input.flip(d0).transpose(d0, d1)
+    return input.clone()
+
+
+def diag(input, diagonal=0):
+    """1-D → the square matrix with `input` on that diagonal; 2-D → that diagonal."""
+    if input.dim() == 1:
+        n = input.shape[0] + builtins.abs(diagonal)
+        out = _C.zeros(n, n, dtype=input.dtype, device=input.device)
+        idx = _C.arange(input.shape[0], device=input.device)
+        rows, cols = (idx, idx + diagonal) if diagonal >= 0 else (idx - diagonal, idx)
+        out[rows, cols] = input
+        return out
+    if input.dim() == 2:
+        return input.diagonal(diagonal)
+    raise RuntimeError("diag(): Supports 1D or 2D tensors. Got " + f"{input.dim()}D")
+
+
+def diagonal(input, offset=0, dim1=0, dim2=1):
+    x = movedim(input, (dim1, dim2), (-2, -1))
+    r, c = x.shape[-2], x.shape[-1]
+    n = builtins.max(builtins.min(r, c - offset) if offset >= 0 else builtins.min(r + offset, c), 0)
+    idx = _C.arange(n, device=input.device)
+    rows, cols = (idx, idx + offset) if offset >= 0 else (idx - offset, idx)
+    return x[..., rows, cols]
+
+
+def diag_embed(input, offset=0, dim1=-2, dim2=-1):
+    n = input.shape[-1] + builtins.abs(offset)
+    out = _C.zeros(*input.shape[:-1], n, n, dtype=input.dtype, device=input.device)
+    idx = _C.arange(input.shape[-1], device=input.device)
+    rows, cols = (idx, idx + offset) if offset >= 0 else (idx - offset, idx)
+    out[..., rows, cols] = input
+    return movedim(out, (-2, -1), (dim1, dim2))
+
+
+def trace(input):
+    if input.dim() != 2:
+        raise RuntimeError("trace: expected a matrix, but got tensor with dim " + str(input.dim()))
+    return diagonal(input).sum()
+
+
+def block_diag(*tensors):
+    mats = [t.reshape(1, -1) if t.dim() <= 1 else t for t in tensors]
+    from . import promote_types
+
+    dtype = mats[0].dtype
+    for m in mats[1:]:
+        dtype = promote_types(dtype, m.dtype)
+    out = _C.zeros(builtins.sum(m.shape[0] for m in mats), builtins.sum(m.shape[1] for m in mats), dtype=dtype)
+    r = c = 0
+    for m in mats:
+        out[r:r + m.shape[0], c:c + m.shape[1]] = m.to(dtype)
+        r, c = r + m.shape[0], c + m.shape[1]
+    return out
+
+
+def cartesian_prod(*tensors):
+    if len(tensors) == 1:
+        return tensors[0]
+    grids = meshgrid(*tensors, indexing="ij")
+    return _C.stack([g.reshape(-1) for g in grids], 1)
+
+
+def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
+    return _tri_indices(row, col, offset, lambda r, c: c - r <= offset, dtype, device)
+
+
+def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
+    return _tri_indices(row, col, offset, lambda r, c: c - r >= offset, dtype, device)
+
+
+def _tri_indices(row, col, offset, keep, dtype, device):
+    r = _C.arange(row, device=device).reshape(-1, 1).expand(row, col)
+    c = _C.arange(col, device=device).reshape(1, -1).expand(row, col)
+    mask = keep(r, c)
+    out = _C.stack([r[mask], c[mask]], 0) if row * col else _C.zeros(2, 0, dtype=_C.int64)
+    return out if dtype is None else out.to(dtype)
+
+
+def take(input, index):
+    return input.reshape(-1)[index]
+
+
+def as_strided(input, size, stride, storage_offset=None):
+    """A copy of the elements `size`/`stride` address in the tensor's (contiguous) element order;
+    torch returns a view of the storage."""
+    offset = 0 if storage_offset is None else storage_offset
+    idx = _C.full((), offset, dtype=_C.int64)
+    for i, (n, s) in enumerate(zip(size, stride)):
+        shape = [1] * len(size)
+        shape[i] = n
+        idx = idx + _C.arange(n).reshape(*shape) * s
+    flat = input.contiguous().reshape(-1)
+    if idx.numel() and (int(idx.max().item()) >= flat.numel() or int(idx.min().item()) < 0):
+        raise RuntimeError(f"setStorage: sizes {list(size)}, strides {list(stride)}, storage offset {offset} "
+                           f"out of bounds for storage of {flat.numel()} elements")
+    return flat[idx.reshape(-1)].reshape(*size) if idx.numel() else _C.empty(*size, dtype=input.dtype)
+
+
+def diff(input, n=1, dim=-1, prepend=None, append=None):
+    if prepend is not None or append is not None:
+        parts = [p if p.dim() else p.expand(*[1 if d == dim % input.dim() else s for d, s in enumerate(input.shape)])
+                 for p in (prepend, input, append) if p is not None]
+        input = _C.cat(parts, dim)
+    for _ in range(n):
+        length = input.shape[dim]
+        if length == 0:
+            break
+        a, b = input.narrow(dim, 1, length - 1), input.narrow(dim, 0, length - 1)
+        input = a.logical_xor(b) if input.dtype == _C.bool else a - b
+    return input
+
+
+# ---- elementwise math from its definition ----
+
+
+def _float(x):
+    return x if x.is_floating_point() else x.float()
+
+
+def atan2(input, other):
+    y, x = broadcast_tensors(_float(input), _float(other) if isinstance(other, Tensor) else input.new_tensor(other))
+    r = (y / x).atan()
+    pi = math.pi
+    r = _C.where(x < 0, _C.where(y >= 0, r + pi, r - pi), r)
+    return _C.where((x == 0) & (y == 0), y * 0, r)  # signed zeros are not told apart
+
+
+arctan2 = atan2
+
+
+def hypot(input, other):
+    return (input * input + other * other).sqrt()
+
+
+def logaddexp(input, other):
+    m = input.maximum(other)
+    out = m + (-(input - other).abs()).exp().log1p()
+    return _C.where(m.isinf() & (input == other), input, out)  # inf - inf would be NaN
+
+
+def logaddexp2(input, other):
+    return logaddexp(input * math.log(2.0), other * math.log(2.0)) / math.log(2.0)
+
+
+def exp2(input):
+    return (_float(input) * math.log(2.0)).exp()
+
+
+def frac(input):
+    return input - input.trunc()
+
+
+def sgn(input):
+    return input.sign()
+
+
+def asinh(input):
+    x = _float(input)
+    a = x.abs()
+    return x.sign() * (a + (a * a + 1).sqrt()).log()
+
+
+def acosh(input):
+    x = _float(input)
+    return (x + (x * x - 1).sqrt()).log()
+
+
+def atanh(input):
+    x = _float(input)
+    return 0.5 * (x.log1p() - (-x).log1p())
+
+
+arcsinh, arccosh, arctanh = asinh, acosh, atanh
+
+
+def float_power(input, exponent):
+    base = input.double() if isinstance(input, Tensor) else _C.tensor(input, dtype=_C.float64)
+    return base.pow(exponent.double() if isinstance(exponent, Tensor) else exponent)
+
+
+def fmax(input, other):
+    return _C.where(input.isnan(), other, _C.where(other.isnan(), input, input.maximum(other)))
+
+
+def fmin(input, other):
+    return _C.where(input.isnan(), other, _C.where(other.isnan(), input, input.minimum(other)))
+
+
+def bitwise_not(input):
+    return ~input
+
+
+def logcumsumexp(input, dim):
+    m = input.amax(dim, keepdim=True)
+    m = _C.where(m.isinf(), m * 0, m)
+    return (input - m).exp().cumsum(dim).log() + m
+
+
+# ---- comparisons and membership ----
+
+
+def equal(input, other) -> bool:
+    return input.shape == other.shape and bool((input == other).all().item())
+
+
+def isin(elements, test_elements, *, assume_unique=False, invert=False):
+    """Whether each element occurs in test_elements (sorted lookup: n log m)."""
+    if not isinstance(elements, Tensor):
+        elements = _C.tensor(elements)
+    if not isinstance(test_elements, Tensor):
+        test_elements = _C.tensor(test_elements)
+    values = test_elements.reshape(-1).sort().values
+    if values.numel() == 0:
+        found = _C.zeros(*elements.shape, dtype=_C.bool)
+    else:
+        from . import promote_types
+
+        common = promote_types(elements.dtype, values.dtype)
+        e, v = elements.to(common), values.to(common)
+        pos = _C.searchsorted(v, e.reshape(-1)).clamp(max=v.numel() - 1)
+        found = (v[pos] == e.reshape(-1)).reshape(*elements.shape)
+    return ~found if invert else found
+
+
+def is_nonzero(input) -> bool:
+    if input.numel() != 1:
+        raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous" if input.numel()
+                           else "Boolean value of Tensor with no values is ambiguous")
+    return bool(input.item())
+
+
+def is_complex(input) -> bool:
+    return False
+
+
+def can_cast(from_, to) -> bool:
+    """torch's casting rule: no float→integral, no non-bool→bool."""
+    def kind(d):
+        return 0 if d == _C.bool else (2 if d.is_floating_point else 1)
+
+    return kind(from_) <= kind(to)
+
+
+def cdist(x1, x2, p=2.0, compute_mode=None):
+    """Pairwise p-norm distances between the rows of x1 (…, P, M) and x2 (…, R, M)."""
+    if x1.shape[-1] != x2.shape[-1]:
+        raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: {x1.shape[-1]} X2: {x2.shape[-1]}")
+    d = (x1.unsqueeze(-2) - x2.unsqueeze(-3)).abs()
+    if p == 0:
+        return (d != 0).to(x1.dtype).sum(-1)
+    if p == math.inf:
+        return d.amax(-1)
+    if p == 1:
+        return d.sum(-1)
+    if p == 2:
+        return (d * d).sum(-1).sqrt()
+    return d.pow(p).sum(-1).pow(1.0 / p)
+
+
+def dist(input, other, p=2):
+    d = (input - other).abs().reshape(-1)
+    if p == math.inf:
+        return d.amax()
+    if p == 0:
+        return (d != 0).to(input.dtype).sum()
+    return d.pow(p).sum().pow(1.0 / p)
+
+
+# ---- reductions ----
+
+
+def aminmax(input, *, dim=None, keepdim=False):
+    if dim is None:
+        lo, hi = input.amin(), input.amax()
+        if keepdim:
+            lo, hi = lo.reshape(*[1] * input.dim()), hi.reshape(*[1] * input.dim())
+    else:
+        lo, hi = input.amin(dim, keepdim=keepdim), input.amax(dim, keepdim=keepdim)
+    return return_types.aminmax(lo, hi)
+
+
+def std_mean(input, dim=None, *, correction=1, keepdim=False, unbiased=None):
+    if unbiased is not None:
+        correction = 1 if unbiased else 0
+    return input.std(dim, correction=correction, keepdim=keepdim), input.mean(dim, keepdim=keepdim) if dim is not None else input.mean()
+
+
+def var_mean(input, dim=None, *, correction=1, keepdim=False, unbiased=None):
+    if unbiased is not None:
+        correction = 1 if unbiased else 0
+    return input.var(dim, correction=correction, keepdim=keepdim), input.mean(dim, keepdim=keepdim) if dim is not None else input.mean()
+
+
+def nanmean(input, dim=None, keepdim=False, *, dtype=None):
+    keep = ~input.isnan()
+    total = input.nansum(dim, keepdim=keepdim) if dim is not None else input.nansum()
+    count = keep.sum(dim, keepdim=keepdim) if dim is not None else keep.sum()
+    return total / count
+
+
+def median(input, dim=None, keepdim=False):
+    """The lower of the two middle values (torch's median); with dim, (values, indices)."""
+    if dim is None:
+        flat = input.reshape(-1)
+        if flat.numel() == 0:
+            return _C.full((), float("nan"), dtype=input.dtype)
+        return flat.sort().values[(flat.numel() - 1) // 2]
+    n = input.shape[dim]
+    ordered = input.sort(dim)
+    k = (n - 1) // 2
+    values = ordered.values.narrow(dim, k, 1)
+    indices = ordered.indices.narrow(dim, k, 1)
+    if not keepdim:
+        values, indices = values.squeeze(dim), indices.squeeze(dim)
+    return return_types.median(values, indices)
+
+
+def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
+    """q-th quantiles (float or 1-D tensor of floats in [0, 1]) with torch's interpolation modes."""
+    scalar_q = not isinstance(q, Tensor)
+    qs = [float(q)] if scalar_q else [float(v) for v in q.reshape(-1).tolist()]
+    if builtins.any(not 0 <= v <= 1 for v in qs):
+        raise RuntimeError("quantile() q values must be in the range [0, 1]")
+    x = input.reshape(-1) if dim is None else input
+    d = 0 if dim is None else dim % input.dim()
+    ordered = x.sort(d).values
+    n = ordered.shape[d]
+    outs = []
+    for v in qs:
+        pos = v * (n - 1)
+        lo, hi = math.floor(pos), math.ceil(pos)
+        a, b = ordered.narrow(d, lo, 1), ordered.narrow(d, hi, 1)
+        frac_ = pos - lo
+        if interpolation == "linear":
+            r = a + (b - a) * frac_
+        elif interpolation == "lower":
+            r = a
+        elif interpolation == "higher":
+            r = b
+        elif interpolation == "midpoint":
+            r = (a + b) / 2
+        elif interpolation == "nearest":
+            r = ordered.narrow(d, round(pos) if abs(frac_ - 0.5) > 1e-12 else (lo if lo % 2 == 0 else hi), 1)
+        else:
+            raise RuntimeError(f"quantile() interpolation must be one of linear, lower, higher, midpoint or nearest. Got {interpolation}")
+        if dim is None:
+            r = r.reshape(*([1] * input.dim())) if keepdim else r.reshape(())
+        elif not keepdim:
+            r = r.squeeze(d)
+        outs.append(r)
+    return outs[0] if scalar_q else _C.stack(outs, 0)
+
+
+def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
+    if dim is not None:
+        raise NotImplementedError("unique_consecutive(dim=...) is not supported yet")
+    flat = input.reshape(-1)
+    n = flat.numel()
+    if n == 0:
+        starts = _C.zeros(0, dtype=_C.bool)
+    else:
+        starts = _C.cat([_C.ones(1, dtype=_C.bool), flat[1:] != flat[:-1]])
+    values = flat[starts]
+    out = [values]
+    if return_inverse:
+        out.append((starts.long().cumsum(0) - 1).reshape(*input.shape))
+    if return_counts:
+        pos = starts.nonzero().reshape(-1)
+        out.append(_C.cat([pos[1:], _C.tensor([n])]) - pos)
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+# ---- random ----
+
+
+def normal(mean, std=1.0, size=None, *, generator=None, dtype=None, device=None, out=None):
+    """normal(mean, std, size) with floats, or elementwise means/stds as tensors (broadcast)."""
+    if size is not None:
+        return _C.randn(*size, dtype=dtype, device=device) * std + mean
+    shape = broadcast_tensors(*(t for t in (mean, std) if isinstance(t, Tensor)))[0].shape
+    ref = mean if isinstance(mean, Tensor) else std
+    return _C.randn(*shape, dtype=ref.dtype, device=ref.device) * std + mean
+
+
+def randint_like(input, low=0, high=None, *, dtype=None, device=None, **kw):
+    if high is None:
+        low, high = 0, low
+    return _C.randint(low, high, tuple(input.shape), dtype=dtype or input.dtype, device=device)
+
+
+# ---- indexing ----
+
+
+def index_put_(self, indices, values, accumulate=False):
+    """self[indices] = values; with accumulate, repeated positions add up (all dims indexed)."""
+    indices = tuple(indices)
+    if not accumulate:
+        self[indices] = values
+        return self
+    if len(indices) != self.dim():
+        raise NotImplementedError("index_put_(accumulate=True) needs one index tensor per dim")
+    idx = broadcast_tensors(*indices)
+    linear = idx[0].long() % self.shape[0]
+    for i, t in enumerate(idx[1:], 1):
+        linear = linear * self.shape[i] + t.long() % self.shape[i]
+    src = values if isinstance(values, Tensor) else _C.tensor(values, dtype=self.dtype)
+    flat = self.view(-1)
+    flat.index_add_(0, linear.reshape(-1), src.expand(*linear.shape).reshape(-1).to(self.dtype))
+    return self
+
+
+def index_put(input, indices, values, accumulate=False):
+    return index_put_(input.clone(), indices, values, accumulate)
+
+
+# Tensor methods torch has under the same names.
+METHODS = (
+    "addmm", "baddbmm", "addbmm", "addmv", "addcmul", "addcdiv", "vdot", "inner", "kron", "cross", "tile",
+    "movedim", "moveaxis", "select", "tensor_split", "rot90", "diag", "diagonal", "diag_embed", "trace", "take",
+    "as_strided", "diff", "atan2", "arctan2", "hypot", "logaddexp", "logaddexp2", "exp2", "frac", "sgn", "asinh",
+    "acosh", "atanh", "arcsinh", "arccosh", "arctanh", "float_power", "fmax", "fmin", "bitwise_not",
+    "logcumsumexp", "equal", "is_nonzero", "is_complex", "aminmax", "nanmean", "median", "quantile",
+    "unique_consecutive", "index_put_", "index_put",
+)
+
+FUNCTIONS = METHODS + (
+    "chain_matmul", "tensordot", "broadcast_tensors", "column_stack", "dstack", "meshgrid", "block_diag",
+    "cartesian_prod", "tril_indices", "triu_indices", "isin", "can_cast", "cdist", "dist", "std_mean", "var_mean",
+    "normal", "randint_like",
+)
+
+
+def _install() -> None:
+    def inplace(name):
+        op = globals()[name]
+
+        def method(self, *args, **kwargs):
+            self._assign_result(op(self, *args, **kwargs), name + "_")
+            return self
+
+        method.__name__ = name + "_"
+        return method
+
+    for name in METHODS:
+        if not hasattr(Tensor, name):
+            setattr(Tensor, name, globals()[name])
+    for name in ("addmm", "baddbmm", "addbmm", "addmv", "addcmul", "addcdiv", "atan2", "hypot", "frac", "exp2",
+                 "asinh", "acosh", "atanh", "float_power", "logcumsumexp", "bitwise_not", "sgn"):
+        if not hasattr(Tensor, name + "_"):
+            setattr(Tensor, name + "_", inplace(name))
+    Tensor.__contains__ = lambda self, element: bool((self == element).any().item())
+    Tensor.is_sparse = False
+    Tensor.H = property(lambda self: self.t() if self.dim() == 2 else self)
+
+
+_install()
+
+
+def __dir__() -> Sequence[str]:
+    return list(FUNCTIONS)

@@ -1,0 +1,114 @@
+"""torch functions built from other ops (candle_bind/_ops.py): each case runs the same call on torch
+and candle_bind (same inputs) and compares shape, dtype and values."""
+
+import math
+
+import pytest
+import torch
+
+import candle_bind as cb
+from conftest import assert_same, make, to_cb
+
+
+def run(fn, *inputs, atol=None, rtol=None):
+    ref = fn(torch, *inputs)
+    ours = fn(cb, *[to_cb(t) if isinstance(t, torch.Tensor) else t for t in inputs])
+    if isinstance(ref, bool):
+        assert ours is ref or ours == ref
+        return
+    assert_same(ours, ref, atol, rtol)
+
+
+A, B = make((3, 4)), make((4, 5), seed=1)
+V3 = make((2, 3), seed=2)
+CASES = {
+    "addmm": (lambda L, i, a, b: L.addmm(i, a, b), make((5,)), A, B),
+    "addmm beta alpha": (lambda L, i, a, b: L.addmm(i, a, b, beta=0.5, alpha=-2), make((3, 5)), A, B),
+    "addmm beta 0 ignores nan": (lambda L, i, a, b: L.addmm(i * float("nan"), a, b, beta=0), make((3, 5)), A, B),
+    "Tensor.addmm": (lambda L, i, a, b: i.addmm(a, b, alpha=3), make((3, 5)), A, B),
+    "baddbmm": (lambda L, i, a, b: L.baddbmm(i, a, b, beta=0.0, alpha=0.125), make((2, 3, 5)), make((2, 3, 4)), make((2, 4, 5))),
+    "addbmm": (lambda L, i, a, b: L.addbmm(i, a, b), make((3, 5)), make((2, 3, 4)), make((2, 4, 5))),
+    "addcmul addcdiv": (lambda L, i, a, b: L.addcdiv(L.addcmul(i, a, b, value=0.5), a, b.abs() + 1, value=-2), make((4,)), make((3, 4)), make((4,))),
+    "tensordot int": (lambda L, a, b: L.tensordot(a, b, dims=1), make((2, 3, 4)), make((4, 5))),
+    "tensordot lists": (lambda L, a, b: L.tensordot(a, b, dims=([0, 2], [1, 0])), make((2, 3, 4)), make((4, 2, 5))),
+    "inner": (lambda L, a, b: L.inner(a, b), make((2, 3)), make((4, 3))),
+    "kron": (lambda L, a, b: L.kron(a, b), make((2, 3)), make((3, 2))),
+    "cross": (lambda L, a, b: L.cross(a, b, dim=1), V3, make((1, 3), seed=5)),
+    "broadcast_tensors": (lambda L, a, b: L.broadcast_tensors(a, b), make((3, 1)), make((4,))),
+    "tile": (lambda L, a: a.tile((2,)), make((2, 3))),
+    "tile more dims": (lambda L, a: L.tile(a, (2, 1, 2)), make((2, 3))),
+    "movedim": (lambda L, a: L.movedim(a, (0, -1), (2, 0)), make((2, 3, 4, 5))),
+    "moveaxis": (lambda L, a: a.moveaxis(1, -1), make((2, 3, 4))),
+    "select": (lambda L, a: L.select(a, 1, -2), make((2, 3, 4))),
+    "tensor_split sections": (lambda L, a: L.tensor_split(a, 3, dim=1), make((2, 7))),
+    "tensor_split indices": (lambda L, a: a.tensor_split([1, 5, 9], dim=1), make((2, 7))),
+    "column_stack dstack": (lambda L, a, b: (L.column_stack([a, b]), L.dstack([a, b])), make((3,)), make((3,))),
+    "meshgrid ij": (lambda L, a, b: L.meshgrid(a, b, indexing="ij"), make((3,)), make((4,))),
+    "meshgrid xy": (lambda L, a, b, c: L.meshgrid([a, b, c], indexing="xy"), make((3,)), make((4,)), make((2,))),
+    "rot90": (lambda L, a: [L.rot90(a, k, (0, 1)) for k in range(-1, 4)], make((2, 3, 4))),
+    "diag of vector": (lambda L, a: [L.diag(a, k) for k in (-2, 0, 1)], make((3,))),
+    "diag of matrix": (lambda L, a: [L.diag(a, k) for k in (-1, 0, 2, 5)], make((3, 4))),
+    "diagonal": (lambda L, a: [a.diagonal(), a.diagonal(1, 0, 2), L.diagonal(a, -1, -1, 0)], make((3, 4, 5))),
+    "diag_embed": (lambda L, a: [L.diag_embed(a), L.diag_embed(a, 1, 0, 2)], make((2, 3))),
+    "trace": (lambda L, a: L.trace(a), make((3, 4))),
+    "block_diag": (lambda L, a, b: L.block_diag(a, b, a[0]), make((2, 2)), make((1, 3))),
+    "cartesian_prod": (lambda L, a, b: L.cartesian_prod(a, b), torch.tensor([1, 2]), torch.tensor([3, 4, 5])),
+    "tril/triu_indices": (lambda L: [L.tril_indices(3, 4), L.tril_indices(4, 3, -1), L.triu_indices(3, 4, 1), L.triu_indices(0, 3)],),
+    "take": (lambda L, a, i: L.take(a, i), make((3, 4)), torch.tensor([[0, 11], [5, -1]])),
+    "as_strided": (lambda L, a: L.as_strided(a, (2, 2), (1, 3), 1), make((3, 4))),
+    "diff": (lambda L, a: [L.diff(a), a.diff(n=2, dim=0), L.diff(a, prepend=a[:, :1], append=a[:, -2:])], make((4, 5))),
+    "diff bool": (lambda L, a: L.diff(a), make((6,), "bool")),
+    "atan2": (lambda L, a, b: L.atan2(a, b), torch.tensor([1.0, -1.0, 1.0, -1.0, 0.0, 2.0, -2.0]), torch.tensor([1.0, 1.0, -1.0, -1.0, 1.0, 0.0, 0.0])),
+    "atan2 ints": (lambda L, a, b: L.atan2(a, b), make((5,), "int64"), make((5,), "int64", seed=3)),
+    "hypot": (lambda L, a, b: L.hypot(a, b), make((4,)), make((4,), seed=3)),
+    "logaddexp": (lambda L, a, b: (L.logaddexp(a, b), L.logaddexp2(a, b)),
+                  torch.tensor([0.0, 1.0, -math.inf, math.inf, 50.0, 3.0]), torch.tensor([0.0, -2.0, -math.inf, math.inf, -50.0, 700.0])),
+    "exp2 frac sgn": (lambda L, a: (L.exp2(a), L.frac(a), L.sgn(a)), make((6,))),
+    "asinh acosh atanh": (lambda L, a, b, c: (L.asinh(a), L.acosh(b), L.atanh(c)), make((6,)), make((6,), low=1, high=9), make((6,), low=-0.99, high=0.99)),
+    "float_power": (lambda L, a: (L.float_power(a, 2), a.float_power(0.5)), make((4,), low=0.1)),
+    "fmax fmin": (lambda L, a, b: (L.fmax(a, b), L.fmin(a, b)), torch.tensor([1.0, math.nan, 3.0, math.nan]), torch.tensor([2.0, 1.0, math.nan, math.nan])),
+    "bitwise_not": (lambda L, a, b: (L.bitwise_not(a), L.bitwise_not(b)), make((4,), "int64"), make((4,), "bool")),
+    "logcumsumexp": (lambda L, a: L.logcumsumexp(a, 1), make((3, 5))),
+    "equal": (lambda L, a: (L.equal(a, a.clone()), L.equal(a, a + 1), L.equal(a, a[:1])), make((2, 3))),
+    "isin": (lambda L, a, b: (L.isin(a, b), L.isin(a, b, invert=True), L.isin(a, 3)), make((3, 4), "int64"), torch.tensor([3, -1, 4, 4])),
+    "isin float empty": (lambda L, a, b: L.isin(a, b), make((3,)), torch.zeros(0)),
+    "is_nonzero": (lambda L, a: L.is_nonzero(a), torch.tensor([2.0])),
+    "can_cast": (lambda L: [L.can_cast(a, b) for a in (L.float32, L.int64, L.bool) for b in (L.float16, L.int32, L.bool)],),
+    "cdist": (lambda L, a, b: [L.cdist(a, b, p) for p in (0, 1, 2, 3.5, math.inf)], make((2, 4, 3)), make((2, 5, 3), seed=4)),
+    "dist": (lambda L, a, b: [L.dist(a, b, p) for p in (1, 2, math.inf)], make((3, 4)), make((3, 4), seed=4)),
+    "aminmax": (lambda L, a: (L.aminmax(a), L.aminmax(a, dim=1, keepdim=True), a.aminmax(dim=0)), make((3, 4))),
+    "std_mean var_mean": (lambda L, a: (L.std_mean(a), L.std_mean(a, 1, keepdim=True), L.var_mean(a, (0,), correction=0)), make((3, 4))),
+    "nanmean": (lambda L, a: (L.nanmean(a), a.nanmean(1)), torch.tensor([[1.0, math.nan, 3.0], [math.nan, math.nan, 2.0]])),
+    "median": (lambda L, a: (L.median(a), a.median(1), a.median(0, keepdim=True)), torch.tensor([[3.0, 1.0, 2.0, 5.0], [4.0, 9.0, 0.0, 1.5], [7.0, 6.0, 8.0, 2.5]])),
+    "quantile": (lambda L, a: [L.quantile(a, 0.3), a.quantile(L.tensor([0.0, 0.25, 1.0]), dim=1, keepdim=True)] +
+                 [L.quantile(a, 0.4, 0, interpolation=m) for m in ("linear", "lower", "higher", "midpoint", "nearest")], make((5, 6))),
+    "unique_consecutive": (lambda L, a: L.unique_consecutive(a, return_inverse=True, return_counts=True), torch.tensor([1, 1, 2, 2, 3, 1, 1, 2])),
+    "index_put accumulate": (lambda L, a, i, j: L.index_put(a, (i, j), L.ones(3), accumulate=True), make((3, 4)), torch.tensor([0, 0, 2]), torch.tensor([1, 1, 3])),
+    "index_put_": (lambda L, a, i: a.clone().index_put_((i,), a[0] * 0), make((3, 4)), torch.tensor([2])),
+    "in-place forms": (lambda L, a, b: (a.clone().addcmul_(a, b, value=2), a.clone().atan2_(b), a.clone().hypot_(b), a.clone().frac_()), make((3,)), make((3,), seed=7)),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_matches_torch(name):
+    fn, *inputs = CASES[name]
+    run(fn, *inputs, atol=1e-4, rtol=1e-4)
+
+
+def test_contains_h_and_errors():
+    x = cb.tensor([[1.0, 2.0], [3.0, 4.0]])
+    assert 3.0 in x and 5 not in x
+    assert x.H.tolist() == [[1.0, 3.0], [2.0, 4.0]] and x.is_sparse is False
+    with pytest.raises(IndexError, match="out of range"):
+        cb.select(x, 0, 2)
+    with pytest.raises(RuntimeError, match="mat1 must be a matrix"):
+        cb.addmm(x, x[0], x)
+    with pytest.raises(RuntimeError, match="contracted dimensions need to match"):
+        cb.tensordot(x, cb.ones(3, 2), dims=1)
+    with pytest.raises(RuntimeError, match="quantile\\(\\) q values"):
+        cb.quantile(x, 1.5)
+    with pytest.raises(RuntimeError, match="ambiguous"):
+        cb.is_nonzero(x)
+    assert cb.normal(2.0, 3.0, size=(1000,)).mean().item() == pytest.approx(2.0, abs=0.4)
+    assert tuple(cb.normal(cb.zeros(2, 1), cb.ones(3)).shape) == (2, 3)
+    assert cb.randint_like(x, 5).dtype == cb.float32 and tuple(cb.randint_like(x, 5).shape) == (2, 2)
