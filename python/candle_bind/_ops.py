@@ -668,7 +668,7 @@ def _install() -> None:
         if not hasattr(Tensor, name + "_"):
             setattr(Tensor, name + "_", inplace(name))
     Tensor.__contains__ = lambda self, element: bool((self == element).any().item())
-    Tensor.is_sparse = False
+    Tensor.is_sparse = property(lambda self: False)
     Tensor.H = property(lambda self: self.t() if self.dim() == 2 else self)
 
 
