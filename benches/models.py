@@ -21,7 +21,7 @@ import candle_bind.compat as compat
 from harness import best, header
 
 SWAP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples", "swap")
-MODELS = ["gpt", "llama", "resnet", "unet", "rnn_lm", "vit", "audio"]
+MODELS = ["gpt", "llama", "resnet", "unet", "rnn_lm", "vit", "audio", "hf_gpt2"]
 
 
 def import_script(name, tag):

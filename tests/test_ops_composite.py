@@ -85,6 +85,7 @@ CASES = {
     "unique_consecutive": (lambda L, a: L.unique_consecutive(a, return_inverse=True, return_counts=True), torch.tensor([1, 1, 2, 2, 3, 1, 1, 2])),
     "index_put accumulate": (lambda L, a, i, j: L.index_put(a, (i, j), L.ones(3), accumulate=True), make((3, 4)), torch.tensor([0, 0, 2]), torch.tensor([1, 1, 3])),
     "index_put_": (lambda L, a, i: a.clone().index_put_((i,), a[0] * 0), make((3, 4)), torch.tensor([2])),
+    "type": (lambda L, a: (a.type(L.float64), a.type("torch.LongTensor"), a.type(), a.long().type()), make((3,))),
     "in-place forms": (lambda L, a, b: (a.clone().addcmul_(a, b, value=2), a.clone().atan2_(b), a.clone().hypot_(b), a.clone().frac_()), make((3,)), make((3,), seed=7)),
 }
 

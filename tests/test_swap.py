@@ -12,7 +12,7 @@ import pytest
 import torch
 
 SWAP = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples", "swap")
-SCRIPTS = ["gpt", "llama", "resnet", "unet", "rnn_lm", "vit", "audio"]
+SCRIPTS = ["gpt", "llama", "resnet", "unet", "rnn_lm", "vit", "audio", "hf_gpt2"]
 
 
 def import_script(name):

@@ -632,6 +632,26 @@ def index_put(input, indices, values, accumulate=False):
     return index_put_(input.clone(), indices, values, accumulate)
 
 
+# ---- legacy type names ----
+
+_TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
+               "bfloat16": "BFloat16Tensor", "int64": "LongTensor", "int32": "IntTensor", "uint8": "ByteTensor",
+               "bool": "BoolTensor"}
+
+
+def type(self, dtype=None, non_blocking=False, **kwargs):  # noqa: A001 - torch's name
+    """Tensor.type(): 'torch.FloatTensor'-style name; Tensor.type(dtype or name): a cast."""
+    if dtype is None:
+        return "torch." + _TYPE_NAMES[repr(self.dtype).rsplit(".", 1)[-1]]
+    if isinstance(dtype, str):
+        by_name = {v: k for k, v in _TYPE_NAMES.items()}
+        name = dtype.rsplit(".", 1)[-1]
+        if name not in by_name:
+            raise ValueError(f"invalid type: '{dtype}'")
+        dtype = getattr(_C, by_name[name])
+    return self.to(dtype)
+
+
 # Tensor methods torch has under the same names.
 METHODS = (
     "addmm", "baddbmm", "addbmm", "addmv", "addcmul", "addcdiv", "vdot", "inner", "kron", "cross", "tile",
@@ -639,10 +659,10 @@ METHODS = (
     "as_strided", "diff", "atan2", "arctan2", "hypot", "logaddexp", "logaddexp2", "exp2", "frac", "sgn", "asinh",
     "acosh", "atanh", "arcsinh", "arccosh", "arctanh", "float_power", "fmax", "fmin", "bitwise_not",
     "logcumsumexp", "equal", "is_nonzero", "is_complex", "aminmax", "nanmean", "median", "quantile",
-    "unique_consecutive", "index_put_", "index_put",
+    "unique_consecutive", "index_put_", "index_put", "type",
 )
 
-FUNCTIONS = METHODS + (
+FUNCTIONS = tuple(m for m in METHODS if m != "type") + (
     "chain_matmul", "tensordot", "broadcast_tensors", "column_stack", "dstack", "meshgrid", "block_diag",
     "cartesian_prod", "tril_indices", "triu_indices", "isin", "can_cast", "cdist", "dist", "std_mean", "var_mean",
     "normal", "randint_like",
