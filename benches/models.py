@@ -2,7 +2,10 @@
 examples/swap (unmodified PyTorch code) constructs its model, loads the checkpoint, runs its forward
 pass and, where it applies, its generation loop — once with real torch, once through the shim.
 
-    python benches/models.py [--threads N] [--only NAME] [--profile]
+    python benches/models.py [--threads N] [--only NAME] [--dtype bfloat16|float16] [--profile]
+
+--dtype casts the loaded models (the token-input ones; image and audio scripts feed float32 inputs,
+which torch refuses to mix with 16-bit weights, so they are left out).
 
 --profile prints, per model, the candle_bind calls that take the most time (cProfile, own time).
 """
@@ -22,6 +25,14 @@ from harness import best, header
 
 SWAP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples", "swap")
 MODELS = ["gpt", "llama", "resnet", "unet", "rnn_lm", "vit", "audio", "hf_gpt2"]
+TOKEN_MODELS = ["gpt", "llama", "rnn_lm", "hf_gpt2"]
+
+
+def cast(model, dtype):
+    """`model.to(dtype)`, for a module or a dict of them (rnn_lm loads two)."""
+    if isinstance(model, dict):
+        return {k: m.to(dtype) for k, m in model.items()}
+    return model.to(dtype)
 
 
 def import_script(name, tag):
@@ -54,8 +65,9 @@ def main():
     p.add_argument("--threads", type=int, action="append", help="default: 1 and 2")
     p.add_argument("--only", action="append", choices=MODELS)
     p.add_argument("--profile", action="store_true")
+    p.add_argument("--dtype", choices=["float32", "bfloat16", "float16"], default="float32")
     args = p.parse_args()
-    names = args.only or MODELS
+    names = args.only or (MODELS if args.dtype == "float32" else TOKEN_MODELS)
     with tempfile.TemporaryDirectory() as tmp:
         scripts = {}
         for name in names:
@@ -67,12 +79,14 @@ def main():
             torch.set_num_threads(threads)
             cb.set_num_threads(threads)
             print(f"\nthreads: {threads}")
-            header("end to end: construct + load + forward [+ generate]", 50, "ms")
+            tdt, cdt = getattr(torch, args.dtype), getattr(cb, args.dtype)
+            header(f"end to end: construct + load + forward [+ generate], {args.dtype}", 50, "ms")
             for name, (ref, ours, path) in scripts.items():
-                timed(name, lambda: ref.infer(ref.load(path)), lambda: ours.infer(ours.load(path)), args.profile)
-            header("forward [+ generate] only, model loaded", 50, "ms")
+                timed(name, lambda: ref.infer(cast(ref.load(path), tdt)), lambda: ours.infer(cast(ours.load(path), cdt)),
+                      args.profile)
+            header(f"forward [+ generate] only, model loaded, {args.dtype}", 50, "ms")
             for name, (ref, ours, path) in scripts.items():
-                t_model, c_model = ref.load(path), ours.load(path)
+                t_model, c_model = cast(ref.load(path), tdt), cast(ours.load(path), cdt)
                 timed(name, lambda: ref.infer(t_model), lambda: ours.infer(c_model), args.profile)
 
 

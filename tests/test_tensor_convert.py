@@ -1,3 +1,5 @@
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -131,3 +133,21 @@ def test_grad_mode_surface():
 def test_threads():
     assert cb.get_num_threads() >= 1
     cb.set_num_threads(cb.get_num_threads())
+
+
+@pytest.mark.parametrize("dt", ["float16", "bfloat16"])
+def test_half_float_conversions_match_torch_bit_for_bit(dt):
+    """Every 16-bit pattern widens exactly; f32 → 16 bits rounds as torch (ties to even, subnormals,
+    overflow to inf, NaN), checked on all midpoints between neighbouring 16-bit values."""
+    tdt, cdt = getattr(torch, dt), getattr(cb, dt)
+    h = torch.arange(0, 65536, dtype=torch.int32).to(torch.int16).view(tdt)
+    f = h.float()
+    wide = cb.to_torch(cb.from_torch(h).float())
+    nan = f.isnan()
+    assert torch.equal(wide[~nan], f[~nan]) and bool(wide[nan].isnan().all())
+    g = torch.Generator().manual_seed(0)
+    x = torch.cat([torch.randn(20000, generator=g) * s for s in (1e-8, 1e-5, 1, 100, 7e4, 1e6)]
+                  + [f, (f[:-1] + f[1:]) / 2, torch.tensor([math.inf, -math.inf, 65519.0, 65520.0, 2.0**-25])])
+    ours, ref = cb.to_torch(cb.from_torch(x).to(cdt)), x.to(tdt)
+    same = (ours.view(torch.int16) == ref.view(torch.int16)) | (ours.isnan() & ref.isnan())
+    assert bool(same.all()), x[~same][:5]

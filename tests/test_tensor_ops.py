@@ -1,3 +1,4 @@
+import math
 import operator
 
 import numpy as np
@@ -294,3 +295,17 @@ def test_matmul_paths(m, k, n, layout):
         cx = to_cb(a).expand(3, m, k)
     assert_same(cx @ cy, x @ y, atol=1e-3, rtol=1e-4)
     assert_same(cx.double() @ cy.double(), x.double() @ y.double(), atol=1e-9)
+    # 16-bit floats accumulate in f32 and round once, as torch does on CPU.
+    for dt in ("bfloat16", "float16"):
+        tdt, cdt = getattr(torch, dt), getattr(cb, dt)
+        assert_same(cx.to(cdt) @ cy.to(cdt), x.to(tdt) @ y.to(tdt), atol=2e-2 if dt == "bfloat16" else 2e-3,
+                    rtol=1e-2)
+
+
+@pytest.mark.parametrize("dt", ["float16", "bfloat16"])
+def test_half_matmul_reads_special_values(dt):
+    """The decode path widens 16-bit weights in registers: subnormals, infinities, NaN, max."""
+    vals = torch.tensor([0.0, -0.0, 1e-7, -6e-8, 6e-5, 65504.0, math.inf, -math.inf, math.nan, 3.14] * 7)
+    w = torch.diag(vals).to(getattr(torch, dt))
+    x = torch.ones(1, 70, dtype=w.dtype)
+    assert_same(to_cb(x) @ to_cb(w).t(), x @ w.t())

@@ -76,6 +76,6 @@ pub fn sdpa(q: &PyTensor, k: &PyTensor, v: &PyTensor, mask: Option<&PyTensor>, c
     };
     Python::attach(|py| py.detach(|| crate::pool::for_each(b, &work)));
     let t = Tensor::from_vec(out, (b, l, dv), &Device::Cpu).py()?;
-    let t = if q.dtype == DType::F32 { t } else { t.to_dtype(q.dtype.candle()).py()? };
+    let t = if q.dtype == DType::F32 { t } else { crate::tensor::convert(&t, q.dtype.candle())? };
     Ok(PyTensor::new(t, q.dtype))
 }

@@ -111,6 +111,6 @@ pub fn norm_rows(input: &PyTensor, n: usize, weight: Option<&PyTensor>, bias: Op
         work();
     }
     let out = Tensor::from_vec(y, input.dims(), &Device::Cpu).py()?;
-    let out = if input.dtype == DType::F32 { out } else { out.to_dtype(input.dtype.candle()).py()? };
+    let out = if input.dtype == DType::F32 { out } else { crate::tensor::convert(&out, input.dtype.candle())? };
     Ok(PyTensor::new(out.to_device(input.t.device()).py()?, input.dtype))
 }

@@ -181,7 +181,7 @@ pub fn resample_axis(input: &PyTensor, dim: usize, index: Vec<Vec<usize>>, weigh
         return Err(runtime_err("resample_axis: index out of range"));
     }
     let o = index.len();
-    let x = input.t.to_device(&Device::Cpu).py()?.to_dtype(candle_core::DType::F32).py()?.flatten_all().py()?.to_vec1::<f32>().py()?;
+    let x = crate::tensor::cpu_vec::<f32>(&input.t)?;
     let mut out = vec![0f32; outer * o * inner];
     let work = |dst: &mut [f32], p: usize| {
         let src = &x[p * l * inner..(p + 1) * l * inner];

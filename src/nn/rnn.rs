@@ -147,7 +147,7 @@ pub fn rnn_scan(
     let dt = h0.dtype;
     let wrap = |v: Vec<f32>, dims: &[usize]| -> PyResult<PyTensor> {
         let t = Tensor::from_vec(v, dims, &Device::Cpu).py()?;
-        Ok(PyTensor::new(t.to_dtype(dt.candle()).py()?, dt))
+        Ok(PyTensor::new(crate::tensor::convert(&t, dt.candle())?, dt))
     };
     let c_n = if mode == "LSTM" { Some(wrap(cs, &[n, h])?) } else { None };
     Ok((wrap(out, &[l, n, hout])?, wrap(hs, &[n, hout])?, c_n))

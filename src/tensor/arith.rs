@@ -4,7 +4,7 @@
 use candle_core::{Device, Tensor};
 use pyo3::prelude::*;
 
-use super::kernels::{erf_f32, exp_f32, sigmoid_f32, tanh_f32};
+use super::kernels::{erf_f32, exp_f32, sigmoid_f32, tanh_f32, Half};
 use super::{
     broadcast_dims, cast, is_cpu, map_cpu, with_dtype, zip_cpu, Arg, Operand, Promotion, PyTensor, Scalar,
 };
@@ -222,7 +222,7 @@ fn compute(op: BinOp, a: &Tensor, b: &Tensor, ct: DType) -> PyResult<Tensor> {
     }
     match ct {
         DType::F16 | DType::BF16 => {
-            let (a32, b32) = (a.to_dtype(candle_core::DType::F32).py()?, b.to_dtype(candle_core::DType::F32).py()?);
+            let (a32, b32) = (super::convert(a, candle_core::DType::F32)?, super::convert(b, candle_core::DType::F32)?);
             let r = float_binop!(f32, op, &a32, &b32, &dims)?;
             if op.is_cmp() { Ok(r) } else { r.to_dtype(ct.candle()).py() }
         }
@@ -336,9 +336,9 @@ where
                 let t32 = if x.dtype == DType::F32 { t.clone() } else { cast(t, x.dtype, DType::F32)? };
                 map_cpu::<f32, f32, _>(&t32, &f32f)
             }
-            half => map_cpu::<f32, f32, _>(&t.to_dtype(candle_core::DType::F32).py()?, &f32f)?
-                .to_dtype(half.candle())
-                .py(),
+            DType::BF16 => map_cpu::<half::bf16, half::bf16, _>(t, |v| Half::narrow(f32f(v.widen()))),
+            DType::F16 => map_cpu::<half::f16, half::f16, _>(t, |v| Half::narrow(f32f(v.widen()))),
+            other => Err(runtime_err(format!("unsupported dtype {}", other.name()))),
         }
     };
     let out = if x.numel() >= super::kernels::PAR_THRESHOLD {
@@ -360,9 +360,8 @@ macro_rules! keep_dtype_unary {
         let out = match x.dtype {
             DType::F32 => map_cpu::<f32, f32, _>(t, |$v: f32| $flt),
             DType::F64 => map_cpu::<f64, f64, _>(t, |$v: f64| $flt),
-            DType::F16 | DType::BF16 => map_cpu::<f32, f32, _>(&t.to_dtype(candle_core::DType::F32).py()?, |$v: f32| $flt)?
-                .to_dtype(x.dtype.candle())
-                .py(),
+            DType::BF16 => map_cpu::<half::bf16, half::bf16, _>(t, |v| Half::narrow((|$v: f32| $flt)(v.widen()))),
+            DType::F16 => map_cpu::<half::f16, half::f16, _>(t, |v| Half::narrow((|$v: f32| $flt)(v.widen()))),
             DType::I64 => map_cpu::<i64, i64, _>(t, |$v: i64| $int),
             DType::I32 => map_cpu::<i32, i32, _>(t, |$v: i32| $int),
             DType::U8 | DType::Bool => map_cpu::<u8, u8, _>(t, |$v: u8| { #[allow(unused_imports)] use UnsignedOps as _; $int }),
@@ -794,7 +793,7 @@ impl PyTensor {
         let f = move |v: f64| if v.is_nan() { nan } else if v == f64::INFINITY { p } else if v == f64::NEG_INFINITY { n } else { v };
         let out = match self.dtype {
             DType::F64 => map_cpu::<f64, f64, _>(&self.t, f)?,
-            _ => map_cpu::<f32, f32, _>(&self.t.to_dtype(candle_core::DType::F32).py()?, move |v| f(v as f64) as f32)?
+            _ => map_cpu::<f32, f32, _>(&super::convert(&self.t, candle_core::DType::F32)?, move |v| f(v as f64) as f32)?
                 .to_dtype(self.dtype.candle())
                 .py()?,
         };
@@ -918,7 +917,7 @@ fn float_test(x: &PyTensor, f: fn(f64) -> bool) -> PyResult<PyTensor> {
     let out = match x.dtype {
         DType::F64 => map_cpu::<f64, u8, _>(&x.t, |v| f(v) as u8)?,
         d if d.is_float() => {
-            map_cpu::<f32, u8, _>(&x.t.to_dtype(candle_core::DType::F32).py()?, |v| f(v as f64) as u8)?
+            map_cpu::<f32, u8, _>(&super::convert(&x.t, candle_core::DType::F32)?, |v| f(v as f64) as u8)?
         }
         _ => {
             let ok = f(0.0) as u8;

@@ -398,3 +398,52 @@ pub fn ln_pos_f32(x: f32) -> f32 {
     let s = t * (2.0 + t2 * (0.666_666_7 + t2 * (0.4 + t2 * (0.285_714_3 + t2 * 0.222_222_22))));
     e as f32 * std::f32::consts::LN_2 + s
 }
+
+
+/// 16-bit floats to and from f32 without branches, so loops over them vectorise (Candle converts
+/// element by element through the `half` crate's scalar code).
+pub trait Half: candle_core::WithDType {
+    fn widen(self) -> f32;
+    /// Round to nearest, ties to even; NaN stays NaN, overflow goes to infinity.
+    fn narrow(x: f32) -> Self;
+}
+
+impl Half for half::bf16 {
+    #[inline(always)]
+    fn widen(self) -> f32 {
+        f32::from_bits((self.to_bits() as u32) << 16)
+    }
+    #[inline(always)]
+    fn narrow(x: f32) -> Self {
+        let b = x.to_bits();
+        let rounded = (b.wrapping_add(0x7fff + ((b >> 16) & 1)) >> 16) as u16;
+        half::bf16::from_bits(if x.is_nan() { ((b >> 16) as u16) | 0x40 } else { rounded })
+    }
+}
+
+impl Half for half::f16 {
+    /// The exponent is rebiased by a multiply, which also normalises subnormals; infinities and
+    /// NaNs get the full exponent back.
+    #[inline(always)]
+    fn widen(self) -> f32 {
+        let h = self.to_bits() as u32;
+        let em = h & 0x7fff;
+        let v = f32::from_bits(em << 13) * f32::from_bits(0x7780_0000); // · 2^112
+        let v = if em >= 0x7c00 { f32::from_bits(v.to_bits() | 0x7f80_0000) } else { v };
+        f32::from_bits(v.to_bits() | ((h & 0x8000) << 16))
+    }
+    /// Subnormal results come from an add that lets the FPU round; normal ones from rounding the
+    /// mantissa bits (ties to even).
+    #[inline(always)]
+    fn narrow(x: f32) -> Self {
+        let b = x.to_bits();
+        let sign = (b >> 16) & 0x8000;
+        let a = b & 0x7fff_ffff;
+        let big = if a > 0x7f80_0000 { 0x7e00 } else { 0x7c00 }; // NaN, or overflow / infinity
+        const DENORM_MAGIC: u32 = ((127 - 15) + (23 - 10) + 1) << 23;
+        let sub = (f32::from_bits(a) + f32::from_bits(DENORM_MAGIC)).to_bits().wrapping_sub(DENORM_MAGIC);
+        let norm = (a.wrapping_add(((15u32.wrapping_sub(127)) << 23).wrapping_add(0xfff)).wrapping_add((a >> 13) & 1)) >> 13;
+        let o = if a >= (127 + 16) << 23 { big } else if a < 113 << 23 { sub } else { norm };
+        half::f16::from_bits((o | sign) as u16)
+    }
+}

@@ -7,7 +7,7 @@ use std::ops::{Add, Mul};
 use candle_core::{Device, Layout, Storage, Tensor};
 
 use crate::error::IntoPyResult;
-use super::kernels::multiversion;
+use super::kernels::{multiversion, Half};
 
 /// Products below this many multiply-adds run on the calling thread.
 const SERIAL_MACS: usize = 1 << 16;
@@ -87,7 +87,7 @@ multiversion! {
     }
 }
 
-/// `ta @ tb` for CPU f32/f64 operands already broadcast to `batch`; `None` hands other dtypes and
+/// `ta @ tb` for CPU float operands already broadcast to `batch`; `None` hands other dtypes and
 /// devices to Candle.
 pub fn fast_matmul(ta: &Tensor, tb: &Tensor, batch: &[usize]) -> Option<pyo3::PyResult<Tensor>> {
     if !matches!(ta.device(), Device::Cpu) || ta.dtype() != tb.dtype() {
@@ -96,8 +96,69 @@ pub fn fast_matmul(ta: &Tensor, tb: &Tensor, batch: &[usize]) -> Option<pyo3::Py
     match ta.dtype() {
         candle_core::DType::F32 => Some(run::<f32>(ta, tb, batch)),
         candle_core::DType::F64 => Some(run::<f64>(ta, tb, batch)),
+        candle_core::DType::BF16 => Some(run_half::<half::bf16>(ta, tb, batch)),
+        candle_core::DType::F16 => Some(run_half::<half::f16>(ta, tb, batch)),
         _ => None,
     }
+}
+
+multiversion! {
+    /// `dot_rows` against 16-bit rows of Bᵀ, widened in registers (f32 accumulation, as torch).
+    fn dot_rows_half<H>(a: &[f32], b: &[H], b0: usize, ldb: usize, out: &mut [H])
+    where [H: Half]
+    {
+        const L: usize = 16;
+        let k = a.len();
+        for (j, o) in out.iter_mut().enumerate() {
+            let row = &b[b0 + j * ldb..b0 + j * ldb + k];
+            let mut acc = [0f32; L];
+            let (ac, bc) = (a.chunks_exact(L), row.chunks_exact(L));
+            let (ar, br) = (ac.remainder(), bc.remainder());
+            for (x, y) in ac.zip(bc) {
+                for l in 0..L {
+                    acc[l] += x[l] * y[l].widen();
+                }
+            }
+            let s = ar.iter().zip(br).fold(acc.iter().sum::<f32>(), |s, (x, y)| s + x * y.widen());
+            *o = H::narrow(s);
+        }
+    }
+}
+
+/// bfloat16/float16 products: decode-shaped ones read the 16-bit weights directly; the others
+/// run in f32 (widened operands) and round once at the end, as torch accumulates in f32.
+fn run_half<H: Half>(ta: &Tensor, tb: &Tensor, batch: &[usize]) -> pyo3::PyResult<Tensor> {
+    let (m, k) = (ta.dims()[ta.rank() - 2], ta.dims()[ta.rank() - 1]);
+    let n = tb.dims()[tb.rank() - 1];
+    let nb: usize = batch.iter().product();
+    let rows = nb * m;
+    let (sb, lb) = tb.storage_and_layout();
+    let b_rows_contiguous = lb.stride()[lb.stride().len() - 2] == 1;
+    if rows <= DOT_ROWS && k >= 64 && b_rows_contiguous && nb * m * n > 0 {
+        let Storage::Cpu(cb) = &*sb else { return Err(crate::error::runtime_err("expected CPU tensors")) };
+        let b = Mats::new(cb.as_slice::<H>().py()?, lb);
+        let a32 = super::convert(ta, candle_core::DType::F32)?;
+        let a = a32.flatten_all().py()?.to_vec1::<f32>().py()?;
+        let threads = crate::pool::threads();
+        let cols = if rows * k * n < SERIAL_MACS { n } else { n.div_ceil(4 * threads).max(64) };
+        let mut out = super::kernels::uninit_vec::<H>(rows * n);
+        for r in 0..rows {
+            let (bi, i) = (r / m, r % m);
+            let b0 = b.base(batch, bi);
+            let arow = &a[(bi * m + i) * k..(bi * m + i + 1) * k];
+            crate::pool::chunks_mut(&mut out[r * n..(r + 1) * n], cols, |c, d| {
+                dot_rows_half(arow, b.data, b0 + c * cols * b.cs, b.cs, d)
+            });
+        }
+        drop(sb);
+        let mut dims = batch.to_vec();
+        dims.extend([m, n]);
+        return Tensor::from_vec(out, dims, &Device::Cpu).py();
+    }
+    drop(sb);
+    let f32_ = candle_core::DType::F32;
+    let out = run::<f32>(&super::convert(ta, f32_)?, &super::convert(tb, f32_)?, batch)?;
+    super::convert(&out, ta.dtype())
 }
 
 use crate::pool::SendPtr as Dst;

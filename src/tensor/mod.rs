@@ -226,12 +226,29 @@ pub fn cast(t: &Tensor, from: DType, to: DType) -> PyResult<Tensor> {
         let zero = t.zeros_like().py()?;
         return t.ne(&zero).py();
     }
-    t.to_dtype(to.candle()).py()
+    convert(t, to.candle())
+}
+
+/// `t.to_dtype(to)`, with the 16-bit float ↔ f32 conversions on the CPU done by our vectorised
+/// kernels (`kernels::Half`).
+pub fn convert(t: &Tensor, to: candle_core::DType) -> PyResult<Tensor> {
+    use candle_core::DType as C;
+    use kernels::Half;
+    if t.device().is_cpu() {
+        match (t.dtype(), to) {
+            (C::BF16, C::F32) => return map_cpu::<half::bf16, f32, _>(t, Half::widen),
+            (C::F16, C::F32) => return map_cpu::<half::f16, f32, _>(t, Half::widen),
+            (C::F32, C::BF16) => return map_cpu::<f32, half::bf16, _>(t, half::bf16::narrow),
+            (C::F32, C::F16) => return map_cpu::<f32, half::f16, _>(t, half::f16::narrow),
+            _ => {}
+        }
+    }
+    t.to_dtype(to).py()
 }
 
 /// A tensor's elements, row-major, on the CPU and converted to `T` (a copy).
 pub fn cpu_vec<T: WithDType>(t: &Tensor) -> PyResult<Vec<T>> {
-    t.to_device(&Device::Cpu).py()?.to_dtype(T::DTYPE).py()?.flatten_all().py()?.to_vec1::<T>().py()
+    convert(&t.to_device(&Device::Cpu).py()?, T::DTYPE)?.flatten_all().py()?.to_vec1::<T>().py()
 }
 
 /// Runs `f` over a CPU tensor's elements (any layout) into a new contiguous tensor.

@@ -144,7 +144,7 @@ impl PyTensor {
                 if max { "max" } else { "min" }
             )));
         }
-        let src = if matches!(self.dtype, DType::F16 | DType::BF16) { self.t.to_dtype(candle_core::DType::F32).py()? } else { self.t.clone() };
+        let src = if matches!(self.dtype, DType::F16 | DType::BF16) { super::convert(&self.t, candle_core::DType::F32)? } else { self.t.clone() };
         let r = with_dtype!(src.dtype(), T => rows::<T, T, _>(&src, dims, keepdim, |r| {
             let mut m = r[0];
             for &v in r {
@@ -166,7 +166,7 @@ impl PyTensor {
                 if max { "argmax" } else { "argmin" }
             )));
         }
-        let src = if matches!(self.dtype, DType::F16 | DType::BF16) { self.t.to_dtype(candle_core::DType::F32).py()? } else { self.t.clone() };
+        let src = if matches!(self.dtype, DType::F16 | DType::BF16) { super::convert(&self.t, candle_core::DType::F32)? } else { self.t.clone() };
         let dims: Vec<usize> = if self.rank() == 0 { vec![] } else { vec![dim] };
         let r = with_dtype!(src.dtype(), T => rows::<T, i64, _>(&src, &dims, keepdim, |r| {
             let mut best = 0usize;
@@ -235,7 +235,7 @@ impl PyTensor {
             let m = moved.contiguous().py()?;
             if log { candle_nn::ops::log_softmax(&m, last).py()? } else { candle_nn::ops::softmax_last_dim(&m).py()? }
         } else {
-            let w = if dt == DType::F64 { moved } else { moved.to_dtype(candle_core::DType::F32).py()? };
+            let w = if dt == DType::F64 { moved } else { super::convert(&moved, candle_core::DType::F32)? };
             let w = w.contiguous().py()?;
             let numel = w.elem_count();
             let r = if numel >= super::kernels::PAR_THRESHOLD {
