@@ -1,5 +1,7 @@
 """Indexing, assignment and in-place ops against live torch: every key form, view semantics, errors."""
 
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -450,3 +452,18 @@ def test_masked_setitem_with_one_element_tensor():
     x = make((3, 4), seed=42)
     set_both(x, x > 0, torch.tensor([7.0]))
     set_both(x, x > 0, torch.tensor(-2))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16", "int64", "int32"])
+def test_relu_in_place_matches_torch(dtype):
+    """relu_ writes through views and keeps NaN; -inf and negatives become 0 (vectorised path for
+    contiguous float32, the generic one elsewhere)."""
+    t = make((5, 37), dtype, seed=3)
+    if t.is_floating_point():
+        t[0, :4] = torch.tensor([math.nan, -math.inf, math.inf, -0.0])
+    for view in (lambda x: x, lambda x: x[1:4, 2:], lambda x: x.t()):
+        ref, ours = t.clone(), to_cb(t)
+        out = view(ours).relu_()
+        view(ref).relu_()
+        assert_same(ours, ref)
+        assert tuple(out.shape) == tuple(view(ref).shape)
