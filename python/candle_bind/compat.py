@@ -173,6 +173,19 @@ def _set_default_dtype(dtype):
         raise NotImplementedError("torch.set_default_dtype: candle_bind keeps float32 as the default float dtype")
 
 
+class _MissingFinder:
+    """Meta-path finder for torch submodules candle_bind does not stand in for: importing one raises
+    an error that names it, instead of "'torch' is not a package"."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name.startswith("torch.") and name not in sys.modules:
+            raise ModuleNotFoundError(f"{name} is not supported by candle_bind yet", name=name)
+        return None
+
+
+_finder = _MissingFinder()
+
+
 def installed() -> bool:
     return isinstance(sys.modules.get("torch"), _Shim)
 
@@ -204,6 +217,7 @@ def install() -> None:
             sys.modules["safetensors"].torch = sys.modules["safetensors.torch"]
     for name in _REIMPORTED:
         _saved[name] = sys.modules.pop(name, None)
+    sys.meta_path.insert(0, _finder)
     torch = sys.modules["torch"]
     for sub in ("backends", "jit", "amp", "version"):
         sys.modules[f"torch.{sub}"] = object.__getattribute__(torch, "_extras")[sub]
@@ -212,6 +226,8 @@ def install() -> None:
 
 def uninstall() -> None:
     """Restores the modules that `install()` replaced."""
+    if _finder in sys.meta_path:
+        sys.meta_path.remove(_finder)
     for name, old in _saved.items():
         if old is None:
             sys.modules.pop(name, None)
