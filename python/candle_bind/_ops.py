@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import builtins
 import math
-from typing import Sequence
-
 from . import _C
 from ._C import Tensor
 from . import return_types
@@ -693,7 +691,3 @@ def _install() -> None:
 
 
 _install()
-
-
-def __dir__() -> Sequence[str]:
-    return list(FUNCTIONS)
