@@ -1,6 +1,8 @@
 """Every layer of nn part 1 against torch: build the torch layer, copy its state_dict into ours,
 run the same input, compare shape, dtype and values."""
 
+import math
+
 import pytest
 import torch
 
@@ -312,3 +314,20 @@ def test_noncontiguous_layer_inputs():
     check_layer(*pair("MaxPool2d", 2, ceil_mode=True), x)
     check_layer(*pair("GELU"), x)
     check_layer(*pair("Linear", 6, 3), x)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "float64"])
+def test_max_pool_nan_and_dtypes_with_and_without_indices(dtype):
+    """Max pooling without indices runs axis by axis; NaN must still win and match the indexed path."""
+    x = make((2, 3, 9, 11), dtype, seed=4)
+    x[0, 1, 4, 5] = math.nan
+    x[1, 2, 0, 0] = -math.inf
+    for kw in (dict(kernel_size=3, stride=2, padding=1), dict(kernel_size=(2, 3), stride=(1, 2), dilation=(2, 1)),
+               dict(kernel_size=3, stride=2, ceil_mode=True)):
+        ref = torch.nn.functional.max_pool2d(x, **kw)
+        assert_same(F.max_pool2d(to_cb(x), **kw), ref)
+        assert_same(F.max_pool2d(to_cb(x), return_indices=True, **kw)[0], ref)
+    x3 = make((1, 2, 5, 6, 7), dtype, seed=5)
+    assert_same(F.max_pool3d(to_cb(x3), 3, 2, 1), torch.nn.functional.max_pool3d(x3, 3, 2, 1))
+    x1 = make((2, 3, 10), dtype, seed=6)
+    assert_same(F.max_pool1d(to_cb(x1), 4, 3, 2, ceil_mode=True), torch.nn.functional.max_pool1d(x1, 4, 3, 2, ceil_mode=True))

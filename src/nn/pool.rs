@@ -95,10 +95,49 @@ fn pool_plane<T: WithDType>(plane: &[T], ax: &Axes, max: bool, divisor: Option<f
     }
 }
 
+/// Max pooling of one plane without indices, one axis at a time (a max over a box is the max of
+/// per-axis maxima): along W within rows, then along H and D over whole rows, which vectorises.
+/// NaN wins, as in torch. `buf` is scratch the size of the plane.
+fn max_plane_separable(plane: &[f32], ax: &Axes, out: &mut [f32], buf: &mut Vec<f32>) {
+    #[inline(always)]
+    fn pick(acc: f32, v: f32) -> f32 {
+        if v > acc || v != v { v } else { acc }
+    }
+    // One axis: src viewed as (outer, len, inner) → dst (outer, windows, inner).
+    fn axis(src: &[f32], dst: &mut [f32], len: usize, inner: usize, windows: &[Window], dil: usize) {
+        let outer = src.len() / (len * inner).max(1);
+        let o = windows.len();
+        for a in 0..outer {
+            let s = &src[a * len * inner..(a + 1) * len * inner];
+            for (j, &(start, taps, _)) in windows.iter().enumerate() {
+                let d = &mut dst[(a * o + j) * inner..(a * o + j + 1) * inner];
+                d.fill(f32::NEG_INFINITY);
+                for t in 0..taps {
+                    let i = start + (t * dil) as i64;
+                    if i < 0 || i >= len as i64 {
+                        continue;
+                    }
+                    let row = &s[i as usize * inner..(i as usize + 1) * inner];
+                    d.iter_mut().zip(row).for_each(|(acc, &v)| *acc = pick(*acc, v));
+                }
+            }
+        }
+    }
+    let [ld, lh, lw] = ax.len;
+    let (od, oh, ow) = (ax.windows[0].len(), ax.windows[1].len(), ax.windows[2].len());
+    // Along W: inner = 1, one scalar window per output column.
+    let mut w_out = vec![0f32; ld * lh * ow];
+    axis(plane, &mut w_out, lw, 1, &ax.windows[2], ax.dilation[2]);
+    buf.resize(ld * oh * ow, 0.0);
+    axis(&w_out, buf, lh, ow, &ax.windows[1], ax.dilation[1]);
+    axis(buf, &mut out[..od * oh * ow], ld, oh * ow, &ax.windows[0], ax.dilation[0]);
+}
+
 /// `kind` "max" or "avg" over `input` (N?, C, *spatial) with the given windows per spatial axis.
-/// Returns the pooled tensor and, for max, the flat spatial index of each maximum.
+/// Returns the pooled tensor and, for max with `indices`, the flat spatial index of each maximum.
 #[pyfunction]
-#[pyo3(signature = (input, kind, windows, dilation, count_include_pad=true, divisor_override=None))]
+#[pyo3(signature = (input, kind, windows, dilation, count_include_pad=true, divisor_override=None, indices=true))]
+#[allow(clippy::too_many_arguments)]
 pub fn pool(
     input: &PyTensor,
     kind: &str,
@@ -106,6 +145,7 @@ pub fn pool(
     dilation: Vec<usize>,
     count_include_pad: bool,
     divisor_override: Option<i64>,
+    indices: bool,
 ) -> PyResult<(PyTensor, Option<PyTensor>)> {
     let k = windows.len();
     if !(1..=3).contains(&k) || dilation.len() != k || input.rank() < k + 1 {
@@ -134,8 +174,29 @@ pub fn pool(
     let mut out_dims = dims[..dims.len() - k].to_vec();
     out_dims.extend(&out_sp);
     let compute = if matches!(input.dtype, DType::F64) { candle_core::DType::F64 } else { candle_core::DType::F32 };
-    let x = input.t.to_device(&Device::Cpu).py()?.to_dtype(compute).py()?.contiguous().py()?;
+    let x = crate::tensor::convert(&input.t.to_device(&Device::Cpu).py()?, compute)?.contiguous().py()?;
     let divisor = divisor_override.map(|d| d as f64);
+    let par = planes * per_in >= crate::tensor::kernels::PAR_THRESHOLD;
+    if max && !indices && compute == candle_core::DType::F32 {
+        let (storage, layout) = x.storage_and_layout();
+        let candle_core::Storage::Cpu(cpu) = &*storage else { return Err(runtime_err("expected a CPU tensor")) };
+        let data = &cpu.as_slice::<f32>().py()?[layout.start_offset()..];
+        let mut out = vec![0f32; planes * per_out];
+        let run = |out: &mut [f32]| {
+            crate::pool::chunks_mut(out, per_out.max(1), |p, o| {
+                max_plane_separable(&data[p * per_in..(p + 1) * per_in], &ax, o, &mut Vec::new())
+            })
+        };
+        if par {
+            Python::attach(|py| py.detach(|| run(&mut out)));
+        } else {
+            run(&mut out);
+        }
+        drop(storage);
+        let t = Tensor::from_vec(out, out_dims.as_slice(), &Device::Cpu).py()?;
+        let t = crate::tensor::convert(&t, input.dtype.candle())?.to_device(input.t.device()).py()?;
+        return Ok((PyTensor::new(t, input.dtype), None));
+    }
     let mut idx = vec![0i64; if max { planes * per_out } else { 0 }];
     let out = crate::with_dtype!(compute, T => {
         let data = x.flatten_all().py()?.to_vec1::<T>().py()?;
@@ -151,14 +212,14 @@ pub fn pool(
         let per_task = (16384 / per_in.max(1)).clamp(1, planes.max(1));
         let batches = planes.div_ceil(per_task);
         let run = |b: usize| (b * per_task..((b + 1) * per_task).min(planes)).for_each(&work);
-        if planes * per_in >= crate::tensor::kernels::PAR_THRESHOLD {
+        if par {
             Python::attach(|py| py.detach(|| crate::pool::for_each(batches, &run)));
         } else {
             (0..batches).for_each(run);
         }
         Tensor::from_vec(out, out_dims.as_slice(), &Device::Cpu).py()
     })?;
-    let out = out.to_dtype(input.dtype.candle()).py()?.to_device(input.t.device()).py()?;
+    let out = crate::tensor::convert(&out, input.dtype.candle())?.to_device(input.t.device()).py()?;
     let indices = if max {
         Some(PyTensor::new(Tensor::from_vec(idx, out_dims.as_slice(), input.t.device()).py()?, DType::I64))
     } else {

@@ -202,7 +202,7 @@ def _pool_windows(length: int, k: int, s: int, p: int, d: int, ceil_mode: bool):
     return wins
 
 
-def _pool(input, kind, n, kernel_size, stride, padding, dilation, ceil_mode, count_include_pad=True, divisor_override=None, name="pool"):
+def _pool(input, kind, n, kernel_size, stride, padding, dilation, ceil_mode, count_include_pad=True, divisor_override=None, name="pool", indices=True):
     if input.dim() not in (n + 1, n + 2):
         raise RuntimeError(f"{name}: Expected {n + 1}D or {n + 2}D input, but got input of size: {list(input.shape)}")
     k = _ntuple(kernel_size, n, "kernel_size")
@@ -214,21 +214,24 @@ def _pool(input, kind, n, kernel_size, stride, padding, dilation, ceil_mode, cou
         raise RuntimeError("divisor must be not zero")
     spatial = input.shape[-n:]
     wins = [_pool_windows(spatial[i], k[i], s[i], p[i], d[i], ceil_mode) for i in range(n)]
-    return _C.pool(input, kind, wins, list(d), count_include_pad, divisor_override)
+    return _C.pool(input, kind, wins, list(d), count_include_pad, divisor_override, indices)
 
 
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
-    out, idx = _pool(input, "max", 1, kernel_size, stride, padding, dilation, ceil_mode, name="max_pool1d")
+    out, idx = _pool(input, "max", 1, kernel_size, stride, padding, dilation, ceil_mode, name="max_pool1d",
+                     indices=return_indices)
     return (out, idx) if return_indices else out
 
 
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
-    out, idx = _pool(input, "max", 2, kernel_size, stride, padding, dilation, ceil_mode, name="max_pool2d")
+    out, idx = _pool(input, "max", 2, kernel_size, stride, padding, dilation, ceil_mode, name="max_pool2d",
+                     indices=return_indices)
     return (out, idx) if return_indices else out
 
 
 def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
-    out, idx = _pool(input, "max", 3, kernel_size, stride, padding, dilation, ceil_mode, name="max_pool3d")
+    out, idx = _pool(input, "max", 3, kernel_size, stride, padding, dilation, ceil_mode, name="max_pool3d",
+                     indices=return_indices)
     return (out, idx) if return_indices else out
 
 
