@@ -114,3 +114,49 @@ pub fn norm_rows(input: &PyTensor, n: usize, weight: Option<&PyTensor>, bias: Op
     let out = if input.dtype == DType::F32 { out } else { crate::tensor::convert(&out, input.dtype.candle())? };
     Ok(PyTensor::new(out.to_device(input.t.device()).py()?, input.dtype))
 }
+
+crate::tensor::kernels::multiversion! {
+    /// y = x·scale + shift over one channel plane.
+    fn affine_plane<>(x: &[f32], y: &mut [f32], scale: f32, shift: f32) where [] {
+        y.iter_mut().zip(x).for_each(|(o, &v)| *o = v * scale + shift);
+    }
+}
+
+/// BatchNorm in eval mode (and any per-channel affine): y[n, c, ...] = x·scale[c] + shift[c] in one
+/// pass, for contiguous float32 input of shape (N, C, *); planes split over the pool.
+#[pyfunction]
+pub fn channel_affine(input: &PyTensor, scale: &PyTensor, shift: &PyTensor) -> PyResult<PyTensor> {
+    let dims = input.dims();
+    if input.dtype != DType::F32 || !input.t.is_contiguous() || !input.t.device().is_cpu() || dims.len() < 2 {
+        return Err(runtime_err("channel_affine: expects a contiguous float32 CPU tensor (N, C, *)"));
+    }
+    let c = dims[1];
+    if scale.numel() != c || shift.numel() != c {
+        return Err(crate::error::shape_err(format!("channel_affine: scale and shift need {c} elements")));
+    }
+    let (sc, sh) = (crate::tensor::cpu_vec::<f32>(&scale.t)?, crate::tensor::cpu_vec::<f32>(&shift.t)?);
+    let total = input.numel();
+    let plane = dims[2..].iter().product::<usize>();
+    let mut y = crate::tensor::kernels::uninit_vec::<f32>(total);
+    {
+        let (storage, layout) = input.t.storage_and_layout();
+        let candle_core::Storage::Cpu(cpu) = &*storage else { return Err(runtime_err("expected a CPU tensor")) };
+        let x = &cpu.as_slice::<f32>().py()?[layout.start_offset()..layout.start_offset() + total];
+        // Whole planes per task, about 16k elements each.
+        let per = (16384 / plane.max(1)).max(1);
+        let mut work = || {
+            crate::pool::chunks_mut(&mut y, per * plane.max(1), |i, out| {
+                for (k, o) in out.chunks_mut(plane.max(1)).enumerate() {
+                    let p = i * per + k;
+                    affine_plane(&x[p * plane..(p + 1) * plane], o, sc[p % c], sh[p % c]);
+                }
+            })
+        };
+        if total >= crate::tensor::kernels::PAR_THRESHOLD {
+            Python::attach(|py| py.detach(&mut work));
+        } else {
+            work();
+        }
+    }
+    Ok(PyTensor::new(Tensor::from_vec(y, dims, &Device::Cpu).py()?, DType::F32))
+}
