@@ -220,8 +220,8 @@ def install() -> None:
     sys.meta_path.insert(0, _finder)
     torch = sys.modules["torch"]
     for sub in ("backends", "jit", "amp", "version"):
+        _saved.setdefault(f"torch.{sub}", sys.modules.get(f"torch.{sub}"))
         sys.modules[f"torch.{sub}"] = object.__getattribute__(torch, "_extras")[sub]
-        _saved.setdefault(f"torch.{sub}", None)
 
 
 def uninstall() -> None:

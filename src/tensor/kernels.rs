@@ -366,23 +366,30 @@ pub fn sigmoid_f32(x: f32) -> f32 {
     1.0 / (1.0 + exp_f32(-x))
 }
 
-/// erf(x) for f32 (max abs error ~1e-7): a rational-free polynomial fit of erf on |x| < 0.9 and
-/// 1 - exp(-x^2)·poly(1/(1+p|x|)) (Abramowitz–Stegun 7.1.26 refined) beyond.
+/// erf(x) for f32 (max abs error ~1e-7, small relative error near 0): Taylor series below 0.5,
+/// Abramowitz–Stegun 7.1.26 beyond; both are evaluated and selected, so loops vectorise.
 #[inline(always)]
 pub fn erf_f32(x: f32) -> f32 {
-    let ax = x.abs();
-    // Near zero: Taylor series, accurate to f32 precision for |x| < 0.5.
-    let x2 = x * x;
-    let small = ax
-        * (1.128_379_2
-            + x2 * (-0.376_126_14 + x2 * (0.112_837_92 + x2 * (-0.026_866_17 + x2 * (0.005_223_977 + x2 * -0.000_854_8)))));
-    let t = 1.0 / (1.0 + 0.327_591_1 * ax);
-    let poly = t
-        * (0.254_829_6 + t * (-0.284_496_74 + t * (1.421_413_7 + t * (-1.453_152_1 + t * 1.061_405_4))));
-    let big = 1.0 - poly * exp_f32(-x2);
-    let r = if ax < 0.5 { small } else { big };
-    let r = if r > 1.0 { 1.0 } else { r };
+    let r = if x.abs() < 0.5 { erf_small_f32(x) } else { erf_as_f32(x) };
     r.copysign(x)
+}
+
+/// erf for |x| < 0.5: its Taylor series, accurate to f32 precision (relative error too).
+#[inline(always)]
+fn erf_small_f32(x: f32) -> f32 {
+    let x2 = x * x;
+    x.abs() * (1.128_379_2 + x2 * (-0.376_126_14 + x2 * (0.112_837_92 + x2 * (-0.026_866_17 + x2 * (0.005_223_977 + x2 * -0.000_854_8)))))
+}
+
+/// |erf(x)| by Abramowitz–Stegun 7.1.26 (absolute error < 1.5e-7), the formula torch's vectorised
+/// GELU uses; enough wherever erf is added to 1.
+#[inline(always)]
+pub fn erf_as_f32(x: f32) -> f32 {
+    let ax = x.abs();
+    let t = 1.0 / (1.0 + 0.327_591_1 * ax);
+    let poly = t * (0.254_829_6 + t * (-0.284_496_74 + t * (1.421_413_7 + t * (-1.453_152_1 + t * 1.061_405_4))));
+    let r = 1.0 - poly * exp_f32(-ax * ax);
+    if r > 1.0 { 1.0 } else { r }
 }
 
 /// ln(x) for positive, finite, normal f32 (what softplus feeds it): exponent split and an odd
