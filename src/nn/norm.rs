@@ -36,27 +36,13 @@ crate::tensor::kernels::multiversion! {
             ((m + k as f64) as f32, (sq / n - m * m).max(0.0) as f32)
         };
         let inv = 1.0 / (var + eps).sqrt();
+        // Zipped iterators (no indexing), so each variant is one bounds-check-free vector loop.
+        let norm = x.iter().map(|&v| (v - mean) * inv);
         match (w, b) {
-            (Some(w), Some(b)) => {
-                for i in 0..x.len() {
-                    y[i] = (x[i] - mean) * inv * w[i] + b[i];
-                }
-            }
-            (Some(w), None) => {
-                for i in 0..x.len() {
-                    y[i] = (x[i] - mean) * inv * w[i];
-                }
-            }
-            (None, Some(b)) => {
-                for i in 0..x.len() {
-                    y[i] = (x[i] - mean) * inv + b[i];
-                }
-            }
-            (None, None) => {
-                for i in 0..x.len() {
-                    y[i] = (x[i] - mean) * inv;
-                }
-            }
+            (Some(w), Some(b)) => y.iter_mut().zip(norm.zip(w).zip(b)).for_each(|(o, ((v, &w), &b))| *o = v * w + b),
+            (Some(w), None) => y.iter_mut().zip(norm.zip(w)).for_each(|(o, (v, &w))| *o = v * w),
+            (None, Some(b)) => y.iter_mut().zip(norm.zip(b)).for_each(|(o, (v, &b))| *o = v + b),
+            (None, None) => y.iter_mut().zip(norm).for_each(|(o, v)| *o = v),
         }
     }
 }
