@@ -8,6 +8,51 @@ use crate::dtype::DType;
 use crate::error::{runtime_err, IntoPyResult};
 use crate::tensor::PyTensor;
 
+/// Σ(x−k) and Σ(x−k)² over 16-element blocks, in 16 f32 lanes each. Explicit AVX: LLVM left the
+/// portable lane loop (kept as the fallback) scalar inside the row kernel, 3x slower.
+#[inline(always)]
+fn lane_sums(x: &[f32], k: f32) -> ([f32; 16], [f32; 16]) {
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx") {
+        // SAFETY: the CPU has AVX.
+        return unsafe { lane_sums_avx(x, k) };
+    }
+    let (mut s1, mut s2) = ([0f32; 16], [0f32; 16]);
+    for c in x.chunks_exact(16) {
+        for ((a, q), &v) in s1.iter_mut().zip(s2.iter_mut()).zip(c) {
+            let d = v - k;
+            *a += d;
+            *q += d * d;
+        }
+    }
+    (s1, s2)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx")]
+unsafe fn lane_sums_avx(x: &[f32], k: f32) -> ([f32; 16], [f32; 16]) {
+    use std::arch::x86_64::*;
+    let kk = _mm256_set1_ps(k);
+    let (mut a0, mut a1, mut q0, mut q1) = (_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps());
+    for c in x.chunks_exact(16) {
+        // SAFETY: c holds 16 floats; unaligned loads.
+        let (d0, d1) = unsafe { (_mm256_sub_ps(_mm256_loadu_ps(c.as_ptr()), kk), _mm256_sub_ps(_mm256_loadu_ps(c.as_ptr().add(8)), kk)) };
+        a0 = _mm256_add_ps(a0, d0);
+        a1 = _mm256_add_ps(a1, d1);
+        q0 = _mm256_add_ps(q0, _mm256_mul_ps(d0, d0));
+        q1 = _mm256_add_ps(q1, _mm256_mul_ps(d1, d1));
+    }
+    let (mut s1, mut s2) = ([0f32; 16], [0f32; 16]);
+    // SAFETY: each array holds 16 floats; unaligned stores.
+    unsafe {
+        _mm256_storeu_ps(s1.as_mut_ptr(), a0);
+        _mm256_storeu_ps(s1.as_mut_ptr().add(8), a1);
+        _mm256_storeu_ps(s2.as_mut_ptr(), q0);
+        _mm256_storeu_ps(s2.as_mut_ptr().add(8), q1);
+    }
+    (s1, s2)
+}
+
 crate::tensor::kernels::multiversion! {
     /// One row: y = (x − mean)/sqrt(var + eps)·w + b (or x/sqrt(mean(x²) + eps)·w for RMS norm).
     fn norm_row<>(x: &[f32], y: &mut [f32], w: Option<&[f32]>, b: Option<&[f32]>, eps: f32, rms: bool) where []
@@ -16,16 +61,8 @@ crate::tensor::kernels::multiversion! {
         // One pass of shifted sums in 16 lanes: the shift (the first element) keeps the variance
         // formula free of cancellation for rows far from zero; RMS norm uses no shift.
         let k = if rms || x.is_empty() { 0.0 } else { x[0] };
-        let (mut s1, mut s2) = ([0f32; 16], [0f32; 16]);
-        let chunks = x.chunks_exact(16);
-        let rest = chunks.remainder();
-        for c in chunks {
-            for l in 0..16 {
-                let d = c[l] - k;
-                s1[l] += d;
-                s2[l] += d * d;
-            }
-        }
+        let (s1, s2) = lane_sums(x, k);
+        let rest = &x[x.len() / 16 * 16..];
         let fold = |a: &[f32; 16], tail: f64| a.iter().map(|&v| v as f64).sum::<f64>() + tail;
         let sum = fold(&s1, rest.iter().map(|&v| (v - k) as f64).sum());
         let sq = fold(&s2, rest.iter().map(|&v| ((v - k) * (v - k)) as f64).sum());
