@@ -115,3 +115,24 @@ def test_sdpa_scale_gqa_and_masked_rows():
     q2, k2, v2 = q[:, :2], k, v
     ref = torch.nn.functional.scaled_dot_product_attention(q2, k2, v2, attn_mask=mask)
     assert_same(F.scaled_dot_product_attention(to_cb(q2), to_cb(k2), to_cb(v2), attn_mask=to_cb(mask)), ref, atol=1e-5)
+
+
+@pytest.mark.parametrize("mshape", [(2, 1, 5, 7), (2, 3, 5, 7), (1, 3, 5, 7), (5, 7), (3, 1, 7), (2, 1, 1, 7), (1, 7)])
+@pytest.mark.parametrize("kind", ["bool", "float"])
+def test_sdpa_mask_broadcasts(mshape, kind):
+    """Masks broadcast over heads are read per batch row (not expanded); every broadcast shape."""
+    g = torch.Generator().manual_seed(1)
+    q, k, v = torch.randn(2, 3, 5, 8, generator=g), torch.randn(2, 3, 7, 8, generator=g), torch.randn(2, 3, 7, 4, generator=g)
+    m = torch.rand(*mshape, generator=g) > 0.3 if kind == "bool" else torch.randn(*mshape, generator=g)
+    ref = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=m)
+    assert_same(F.scaled_dot_product_attention(to_cb(q), to_cb(k), to_cb(v), attn_mask=to_cb(m)), ref, atol=1e-5)
+
+
+@pytest.mark.parametrize("L,S", [(128, 128), (100, 37), (30, 100), (0, 5), (3, 0), (33, 33)])
+def test_sdpa_causal_blocks_and_empty(L, S):
+    """Causal attention runs in blocks of query rows against the visible keys only."""
+    g = torch.Generator().manual_seed(2)
+    q, k, v = torch.randn(1, 2, L, 8, generator=g), torch.randn(1, 2, S, 8, generator=g), torch.randn(1, 2, S, 6, generator=g)
+    for causal in (True, False):
+        ref = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        assert_same(F.scaled_dot_product_attention(to_cb(q), to_cb(k), to_cb(v), is_causal=causal), ref, atol=1e-5)

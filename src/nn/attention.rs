@@ -21,61 +21,95 @@ fn gemm_into(m: usize, n: usize, k: usize, a: &[f32], b: &[f32], b_rs: usize, b_
     }
 }
 
-/// q (B, L, D), k (B, S, D), v (B, S, Dv) contiguous; mask (Bm, L, S) with Bm 1 or B: bool (u8, 1 =
-/// attend) or additive float; `causal` aligns the lower triangle to the top left.
+/// q (B, L, D), k (B, S, D), v (B, S, Dv) contiguous; mask (Bm, L, S), bool (u8, 1 = attend) or
+/// additive float, with head bi reading mask block bi / `mask_group` (Bm = 1: one block for all);
+/// `causal` aligns the lower triangle to the top left.
 #[pyfunction]
-#[pyo3(signature = (q, k, v, mask, causal, scale))]
-pub fn sdpa(q: &PyTensor, k: &PyTensor, v: &PyTensor, mask: Option<&PyTensor>, causal: bool, scale: f64) -> PyResult<PyTensor> {
+#[pyo3(signature = (q, k, v, mask, causal, scale, mask_group=1))]
+#[allow(clippy::too_many_arguments)]
+pub fn sdpa(q: &PyTensor, k: &PyTensor, v: &PyTensor, mask: Option<&PyTensor>, causal: bool, scale: f64, mask_group: usize) -> PyResult<PyTensor> {
     let (qd, kd, vd) = (q.dims(), k.dims(), v.dims());
     if qd.len() != 3 || kd.len() != 3 || vd.len() != 3 || qd[0] != kd[0] || kd[0] != vd[0] || qd[2] != kd[2] || kd[1] != vd[1] {
         return Err(runtime_err(format!("sdpa: incompatible shapes {qd:?}, {kd:?}, {vd:?}")));
     }
     let (b, l, d, s, dv) = (qd[0], qd[1], qd[2], kd[1], vd[2]);
-    let (qv, kv, vv) = (crate::tensor::cpu_vec::<f32>(&q.t)?, crate::tensor::cpu_vec::<f32>(&k.t)?, crate::tensor::cpu_vec::<f32>(&v.t)?);
     let (mvals, mbool, mb) = match mask {
         Some(m) => {
             let md = m.dims();
-            if md.len() != 3 || md[1] != l || md[2] != s || (md[0] != 1 && md[0] != b) {
+            if md.len() != 3 || md[1] != l || md[2] != s || mask_group == 0 || (md[0] != 1 && md[0] * mask_group != b) {
                 return Err(runtime_err(format!("sdpa: mask of shape {md:?} for scores of shape [{b}, {l}, {s}]")));
             }
             (crate::tensor::cpu_vec::<f32>(&m.t)?, m.dtype == DType::Bool, md[0])
         }
         None => (vec![], false, 0),
     };
-    let scale = scale as f32;
     let mut out = crate::tensor::kernels::uninit_vec::<f32>(b * l * dv);
-    let op = crate::nn::Ptr(out.as_mut_ptr());
-    let work = |bi: usize| {
-        let mut scores = vec![0f32; l * s];
-        let mut probs = vec![0f32; s];
-        gemm_into(l, s, d, &qv[bi * l * d..(bi + 1) * l * d], &kv[bi * s * d..], 1, d, &mut scores);
-        let mrow = |i: usize| if mb == 0 { None } else { Some(&mvals[((if mb == 1 { 0 } else { bi }) * l + i) * s..][..s]) };
-        for i in 0..l {
-            let row = &mut scores[i * s..(i + 1) * s];
-            row.iter_mut().for_each(|x| *x *= scale);
-            if causal {
-                row.iter_mut().skip(i + 1).for_each(|x| *x = f32::NEG_INFINITY);
-            }
-            if let Some(m) = mrow(i) {
-                if mbool {
-                    row.iter_mut().zip(m).for_each(|(x, &keep)| if keep == 0.0 { *x = f32::NEG_INFINITY });
-                } else {
-                    row.iter_mut().zip(m).for_each(|(x, &add)| *x += add);
-                }
-            }
-            if row.iter().all(|&x| x == f32::NEG_INFINITY) {
-                row.fill(0.0); // a row with nothing to attend to gives zeros, as torch's safe softmax
-                continue;
-            }
-            softmax_row_f32(row, &mut probs, false);
-            row.copy_from_slice(&probs);
-        }
-        // SAFETY: head bi writes its own (L, Dv) block of the output.
-        let o = unsafe { op.block(bi, l * dv) };
-        gemm_into(l, dv, s, &scores, &vv[bi * s * dv..], dv, 1, o);
-    };
-    Python::attach(|py| py.detach(|| crate::pool::for_each(b, &work)));
+    let shape = (b, l, d, s, dv);
+    let masking = Masking { values: &mvals, boolean: mbool, batch: mb, group: mask_group, causal };
+    // Contiguous f32 q/k/v are read where they are (no copies).
+    use crate::tensor::with_f32;
+    with_f32(&q.t, |qv| with_f32(&k.t, |kv| with_f32(&v.t, |vv| heads(qv, kv, vv, &mut out, shape, &masking, scale as f32))))???;
     let t = Tensor::from_vec(out, (b, l, dv), &Device::Cpu).py()?;
     let t = if q.dtype == DType::F32 { t } else { crate::tensor::convert(&t, q.dtype.candle())? };
     Ok(PyTensor::new(t, q.dtype))
+}
+
+/// Query rows per block in causal attention.
+const CAUSAL_BLOCK: usize = 32;
+
+/// How scores are masked: values (Bm, L, S) as bool (1 = attend) or additive, Bm = `batch`, head
+/// bi reading block bi / `group`.
+#[derive(Clone, Copy)]
+struct Masking<'a> {
+    values: &'a [f32],
+    boolean: bool,
+    batch: usize,
+    group: usize,
+    causal: bool,
+}
+
+/// Every (batch·head) of attention, heads in parallel, into `out` (B, L, Dv).
+fn heads(qv: &[f32], kv: &[f32], vv: &[f32], out: &mut [f32], shape: (usize, usize, usize, usize, usize), masking: &Masking<'_>, scale: f32) {
+    let (b, l, d, s, dv) = shape;
+    let Masking { values: mvals, boolean: mbool, batch: mb, group, causal } = *masking;
+    let op = crate::nn::Ptr(out.as_mut_ptr());
+    // Causal attention runs in blocks of query rows, each against only the keys it can see (about
+    // half the work of the full score matrix); otherwise one block of all rows.
+    let block = if causal { CAUSAL_BLOCK } else { l.max(1) };
+    let work = |bi: usize| {
+        let mut scores = vec![0f32; block.min(l) * s];
+        let mut probs = vec![0f32; s];
+        let mrow = |i: usize| if mb == 0 { None } else { Some(&mvals[((if mb == 1 { 0 } else { bi / group }) * l + i) * s..][..s]) };
+        // SAFETY: head bi writes its own (L, Dv) block of the output.
+        let o = unsafe { op.block(bi, l * dv) };
+        for r0 in (0..l).step_by(block) {
+            let r1 = (r0 + block).min(l);
+            let cols = if causal { r1.min(s) } else { s };
+            let sc = &mut scores[..(r1 - r0) * cols];
+            gemm_into(r1 - r0, cols, d, &qv[(bi * l + r0) * d..(bi * l + r1) * d], &kv[bi * s * d..], 1, d, sc);
+            for (i, row) in (r0..r1).zip(sc.chunks_exact_mut(cols.max(1))) {
+                row.iter_mut().for_each(|x| *x *= scale);
+                if causal {
+                    row.iter_mut().skip(i + 1).for_each(|x| *x = f32::NEG_INFINITY);
+                }
+                if let Some(m) = mrow(i) {
+                    let m = &m[..cols];
+                    if mbool {
+                        // An add, not `if !keep { x = -inf }`: that compiles to AVX2 masked stores (slow on AMD).
+                        row.iter_mut().zip(m).for_each(|(x, &keep)| *x += if keep == 0.0 { f32::NEG_INFINITY } else { 0.0 });
+                    } else {
+                        row.iter_mut().zip(m).for_each(|(x, &add)| *x += add);
+                    }
+                }
+                if row.iter().all(|&x| x == f32::NEG_INFINITY) {
+                    row.fill(0.0); // a row with nothing to attend to gives zeros, as torch's safe softmax
+                    continue;
+                }
+                softmax_row_f32(row, &mut probs[..cols], false);
+                row.copy_from_slice(&probs[..cols]);
+            }
+            gemm_into(r1 - r0, dv, cols, sc, &vv[bi * s * dv..], dv, 1, &mut o[r0 * dv..r1 * dv]);
+        }
+    };
+    Python::attach(|py| py.detach(|| crate::pool::for_each(b, &work)));
 }

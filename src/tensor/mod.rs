@@ -246,6 +246,18 @@ pub fn convert(t: &Tensor, to: candle_core::DType) -> PyResult<Tensor> {
     t.to_dtype(to).py()
 }
 
+/// Runs `f` on a tensor's elements as f32, row-major: a contiguous f32 CPU tensor is read in place
+/// (under Candle's read lock: `f` must not write to the same storage); anything else is converted.
+pub fn with_f32<R>(t: &Tensor, f: impl FnOnce(&[f32]) -> R) -> PyResult<R> {
+    if t.dtype() == candle_core::DType::F32 && t.is_contiguous() && t.device().is_cpu() {
+        let (storage, layout) = t.storage_and_layout();
+        let Storage::Cpu(cpu) = &*storage else { return Err(runtime_err("expected a CPU tensor")) };
+        let o = layout.start_offset();
+        return Ok(f(&cpu.as_slice::<f32>().py()?[o..o + t.elem_count()]));
+    }
+    Ok(f(&cpu_vec::<f32>(t)?))
+}
+
 /// A tensor's elements, row-major, on the CPU and converted to `T` (a copy).
 pub fn cpu_vec<T: WithDType>(t: &Tensor) -> PyResult<Vec<T>> {
     convert(&t.to_device(&Device::Cpu).py()?, T::DTYPE)?.flatten_all().py()?.to_vec1::<T>().py()

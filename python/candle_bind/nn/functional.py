@@ -981,20 +981,27 @@ def _sdpa_fused(query, key, value, attn_mask, is_causal, scale):
     when it is the same for every batch element."""
     lead = _broadcast_lead(query.shape[:-2], key.shape[:-2], value.shape[:-2])
     L, S, D, Dv = query.shape[-2], key.shape[-2], query.shape[-1], value.shape[-1]
-    flat = lambda t, n, d: t.expand(*lead, n, d).reshape(-1, n, d)  # noqa: E731
+    batch = math.prod(lead)  # not -1: empty tensors have no inferable dim
+    flat = lambda t, n, d: t.expand(*lead, n, d).reshape(batch, n, d)  # noqa: E731
     q, k, v = flat(query, L, D), flat(key, S, D), flat(value, S, Dv)
-    mask = None
+    mask, group = None, 1
     if attn_mask is not None:
         m = attn_mask if attn_mask.dim() >= 2 else attn_mask.reshape(1, -1)
-        mlead = tuple(m.shape[:-2])
-        if builtins.all(x == 1 for x in mlead):
-            mask = m.reshape(m.shape[-2], m.shape[-1]).expand(L, S).reshape(1, L, S)
+        mlead = (1,) * (len(lead) - (m.dim() - 2)) + tuple(m.shape[:-2])
+        # Batch dims the mask has, then dims it broadcasts over (a (B, 1, L, S) mask for (B, H)
+        # heads): the kernel reads mask row block bi // group instead of an expanded copy.
+        j = len(lead)
+        while j > 0 and mlead[j - 1] == 1:
+            j -= 1
+        if mlead[:j] == lead[:j]:
+            group = math.prod(lead[j:])
+            mask = m.reshape(*mlead, *m.shape[-2:]).expand(*lead[:j], *mlead[j:], L, S).reshape(math.prod(lead[:j]), L, S)
         else:
-            mask = m.expand(*lead, L, S).reshape(-1, L, S)
+            mask = m.expand(*lead, L, S).reshape(batch, L, S)
         if not mask.is_floating_point() and mask.dtype != _C.bool:
             raise RuntimeError(f"Expected attn_mask dtype to be bool or float or to match query dtype, but got attn_mask.dtype: {mask.dtype}")
     out = _C.sdpa(q.contiguous(), k.contiguous(), v.contiguous(), mask.contiguous() if mask is not None else None,
-                  bool(is_causal), float(scale))
+                  bool(is_causal), float(scale), group)
     return out.reshape(*lead, L, Dv)
 
 
