@@ -244,12 +244,26 @@ pub fn resample_axis(input: &PyTensor, dim: usize, index: Vec<Vec<usize>>, weigh
     let o = index.len();
     let x = crate::tensor::cpu_vec::<f32>(&input.t)?;
     let mut out = vec![0f32; outer * o * inner];
+    // Taps as flat arrays of a fixed count per output (short windows padded with weight 0), so the
+    // last-dim gather walks two plain slices.
+    let taps = index.iter().map(Vec::len).max().unwrap_or(0).max(1);
+    let (mut fidx, mut fw) = (vec![0usize; o * taps], vec![0f32; o * taps]);
+    for (j, (idx, w)) in index.iter().zip(&weights).enumerate() {
+        fidx[j * taps..j * taps + idx.len()].copy_from_slice(idx);
+        fw[j * taps..j * taps + w.len()].copy_from_slice(w);
+    }
     let work = |dst: &mut [f32], p: usize| {
         let src = &x[p * l * inner..(p + 1) * l * inner];
         if inner == 1 {
             // The last dim: a gather-and-weigh per output position.
-            for (d, (idx, w)) in dst.iter_mut().zip(index.iter().zip(&weights)) {
-                *d = idx.iter().zip(w).map(|(&i, &wt)| wt * src[i]).sum();
+            if taps == 2 {
+                for (d, (i, w)) in dst.iter_mut().zip(fidx.chunks_exact(2).zip(fw.chunks_exact(2))) {
+                    *d = w[0] * src[i[0]] + w[1] * src[i[1]];
+                }
+            } else {
+                for (d, (i, w)) in dst.iter_mut().zip(fidx.chunks_exact(taps).zip(fw.chunks_exact(taps))) {
+                    *d = i.iter().zip(w).map(|(&i, &wt)| wt * src[i]).sum();
+                }
             }
             return;
         }
@@ -268,5 +282,5 @@ pub fn resample_axis(input: &PyTensor, dim: usize, index: Vec<Vec<usize>>, weigh
     let mut od = dims.clone();
     od[dim] = o;
     let t = Tensor::from_vec(out, od, &Device::Cpu).py()?;
-    Ok(PyTensor::new(t.to_dtype(input.dtype.candle()).py()?.to_device(input.t.device()).py()?, input.dtype))
+    Ok(PyTensor::new(crate::tensor::convert(&t, input.dtype.candle())?.to_device(input.t.device()).py()?, input.dtype))
 }

@@ -1141,7 +1141,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         return (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d)[n - 1](input, out)
     ac = bool(align_corners)
     x = input
-    for i in range(n):
+    for i in reversed(range(n)):  # the last dim first: its gather pass then runs on the smaller tensor
         d = 2 + i
         L, O = spatial[i], out[i]
         if O == L and scales[i] in (None, 1.0) and mode != "bicubic":
