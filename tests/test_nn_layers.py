@@ -331,3 +331,15 @@ def test_max_pool_nan_and_dtypes_with_and_without_indices(dtype):
     assert_same(F.max_pool3d(to_cb(x3), 3, 2, 1), torch.nn.functional.max_pool3d(x3, 3, 2, 1))
     x1 = make((2, 3, 10), dtype, seed=6)
     assert_same(F.max_pool1d(to_cb(x1), 4, 3, 2, ceil_mode=True), torch.nn.functional.max_pool1d(x1, 4, 3, 2, ceil_mode=True))
+
+
+@pytest.mark.parametrize("cls,shape,k,s,p,d", [
+    ("Conv2d", (2, 8, 12, 15), 3, 1, 1, 1), ("Conv2d", (1, 6, 14, 14), 7, 1, 3, 1), ("Conv2d", (2, 4, 11, 9), 3, 2, 1, 1),
+    ("Conv2d", (1, 8, 9, 11), (3, 5), 1, (0, 2), (2, 1)), ("Conv2d", (1, 4, 5, 5), 5, 1, 0, 1), ("Conv1d", (2, 6, 17), 4, 1, 0, 3),
+    ("Conv1d", (1, 5, 40), 31, 1, 15, 1), ("Conv3d", (1, 3, 4, 5, 6), 3, 1, 1, 1)])
+def test_depthwise_conv_geometries(cls, shape, k, s, p, d):
+    """Depthwise convolution: stride-1 1-2-D runs over a padded plane, the rest tap by tap."""
+    c = shape[1]
+    torch.manual_seed(0)
+    ref = getattr(torch.nn, cls)(c, c, k, s, p, d, groups=c)
+    check_layer(ref, getattr(nn, cls)(c, c, k, s, p, d, groups=c), make(shape, seed=9), atol=1e-5)

@@ -108,6 +108,75 @@ impl Geo {
     }
 }
 
+impl Geo {
+    /// One plane of a depthwise convolution straight from the input: for every kernel tap, the
+    /// in-range run of each output row gets `weight · input` added (the taps im2col would copy out).
+    fn weighted_taps<T: Elem>(&self, plane: &[T], weights: &[T], out: &mut [T]) {
+        out.iter_mut().for_each(|v| *v = T::default());
+        let (o1, o2) = (self.out[1], self.out[2]);
+        let mut t = 0;
+        for a in 0..self.k[0] {
+            for b in 0..self.k[1] {
+                for c in 0..self.k[2] {
+                    let wt = weights[t];
+                    t += 1;
+                    let shift = (c * self.dil[2]) as i64 - self.pad[2] as i64;
+                    let s2 = self.stride[2] as i64;
+                    let lo = if shift >= 0 { 0 } else { ((-shift) + s2 - 1) / s2 } as usize;
+                    let hi = ((self.len[2] as i64 - 1 - shift).div_euclid(s2) + 1).clamp(0, o2 as i64) as usize;
+                    if lo >= hi {
+                        continue;
+                    }
+                    for r in 0..self.out[0] * o1 {
+                        let (od, oh) = (r / o1, r % o1);
+                        let d = (od * self.stride[0] + a * self.dil[0]) as i64 - self.pad[0] as i64;
+                        let h = (oh * self.stride[1] + b * self.dil[1]) as i64 - self.pad[1] as i64;
+                        if d < 0 || h < 0 || d as usize >= self.len[0] || h as usize >= self.len[1] {
+                            continue;
+                        }
+                        let src = &plane[(d as usize * self.len[1] + h as usize) * self.len[2]..][..self.len[2]];
+                        let dst = &mut out[r * o2 + lo..r * o2 + hi];
+                        if s2 == 1 {
+                            let from = (lo as i64 + shift) as usize;
+                            dst.iter_mut().zip(&src[from..from + hi - lo]).for_each(|(o, &v)| *o = *o + wt * v);
+                        } else {
+                            for (j, o) in dst.iter_mut().enumerate() {
+                                *o = *o + wt * src[((lo + j) as i64 * s2 + shift) as usize];
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl Geo {
+    /// Stride-1 depthwise over 1-2 dims: the plane is zero-padded once into rows of width
+    /// Wp = W + 2·pad, so that each tap is one long contiguous multiply-add at a fixed offset
+    /// (a·dil·Wp + b·dil) over all output rows at once; the valid columns are copied out at the end.
+    fn taps_over_padded<T: Elem>(&self, plane: &[T], weights: &[T], out: &mut [T]) {
+        let ([_, h, w], [_, ph, pw], [_, dh, dw]) = (self.len, self.pad, self.dil);
+        let (hp, wp) = (h + 2 * ph, w + 2 * pw);
+        let (oh, ow) = (self.out[1], self.out[2]);
+        let mut padded = vec![T::default(); hp * wp];
+        for (r, src) in plane.chunks_exact(w.max(1)).enumerate().take(h) {
+            padded[(r + ph) * wp + pw..(r + ph) * wp + pw + w].copy_from_slice(src);
+        }
+        let long = (oh.max(1) - 1) * wp + ow;
+        let mut acc = vec![T::default(); long];
+        for a in 0..self.k[1] {
+            for b in 0..self.k[2] {
+                let (wt, off) = (weights[a * self.k[2] + b], a * dh * wp + b * dw);
+                acc.iter_mut().zip(&padded[off..off + long]).for_each(|(o, &v)| *o = *o + wt * v);
+            }
+        }
+        for r in 0..oh {
+            out[r * ow..(r + 1) * ow].copy_from_slice(&acc[r * wp..r * wp + ow]);
+        }
+    }
+}
+
 fn pad3(v: &[usize], fill: usize) -> [usize; 3] {
     let mut out = [fill; 3];
     out[3 - v.len()..].copy_from_slice(v);
@@ -316,17 +385,15 @@ fn conv_t_impl<T: Elem + WithDType>(x: &[T], w: &[T], b: Option<&[T]>, g: &Geo, 
 fn depthwise<T: Elem>(x: &[T], w: &[T], y: &mut [T], g: &Geo, planes: usize, channels: usize) {
     let (kk, ol, il) = (g.kernel(), g.out_len(), g.in_len());
     let yp = Ptr(y.as_mut_ptr());
+    let flat = g.k[0] == 1 && g.len[0] == 1 && g.stride[1] == 1 && g.stride[2] == 1;
     let work = |p: usize| {
-        let mut cols = crate::tensor::kernels::uninit_vec::<T>(kk * ol);
-        g.im2col(&x[p * il..(p + 1) * il], &mut cols);
         // SAFETY: plane p owns its output block.
         let out = unsafe { yp.block(p, ol) };
-        let wc = &w[(p % channels) * kk..(p % channels + 1) * kk];
-        out.copy_from_slice(&cols[..ol]);
-        out.iter_mut().for_each(|v| *v = *v * wc[0]);
-        for t in 1..kk {
-            let (row, wt) = (&cols[t * ol..(t + 1) * ol], wc[t]);
-            out.iter_mut().zip(row).for_each(|(o, &v)| *o = *o + wt * v);
+        let (plane, wc) = (&x[p * il..(p + 1) * il], &w[(p % channels) * kk..(p % channels + 1) * kk]);
+        if flat {
+            g.taps_over_padded(plane, wc, out);
+        } else {
+            g.weighted_taps(plane, wc, out);
         }
     };
     crate::pool::for_each(planes, &work);
