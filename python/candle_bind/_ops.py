@@ -668,15 +668,7 @@ FUNCTIONS = tuple(m for m in METHODS if m != "type") + (
 
 
 def _install() -> None:
-    def inplace(name):
-        op = globals()[name]
-
-        def method(self, *args, **kwargs):
-            self._assign_result(op(self, *args, **kwargs), name + "_")
-            return self
-
-        method.__name__ = name + "_"
-        return method
+    from ._tensor import _make_inplace
 
     for name in METHODS:
         if not hasattr(Tensor, name):
@@ -684,7 +676,7 @@ def _install() -> None:
     for name in ("addmm", "baddbmm", "addbmm", "addmv", "addcmul", "addcdiv", "atan2", "hypot", "frac", "exp2",
                  "asinh", "acosh", "atanh", "float_power", "logcumsumexp", "bitwise_not", "sgn"):
         if not hasattr(Tensor, name + "_"):
-            setattr(Tensor, name + "_", inplace(name))
+            setattr(Tensor, name + "_", _make_inplace(name))
     Tensor.__contains__ = lambda self, element: bool((self == element).any().item())
     Tensor.is_sparse = property(lambda self: False)
     Tensor.H = property(lambda self: self.t() if self.dim() == 2 else self)

@@ -33,6 +33,26 @@ impl Geo {
     fn in_len(&self) -> usize {
         self.len.iter().product()
     }
+    /// For kernel column tap `c`: the output columns lo..hi whose input column lies inside the row,
+    /// and the shift (input column = output column · stride + shift).
+    fn column_run(&self, c: usize) -> (usize, usize, i64) {
+        let shift = (c * self.dil[2]) as i64 - self.pad[2] as i64;
+        let s2 = self.stride[2] as i64;
+        let lo = if shift >= 0 { 0 } else { ((-shift) + s2 - 1) / s2 } as usize;
+        let hi = ((self.len[2] as i64 - 1 - shift).div_euclid(s2) + 1).clamp(0, self.out[2] as i64) as usize;
+        (lo.min(hi), hi, shift)
+    }
+    /// The input row that kernel taps (a, b) read for output row r (= od·out[1] + oh), as a slice of
+    /// the plane; None over padding.
+    fn source_row<'p, T>(&self, plane: &'p [T], a: usize, b: usize, r: usize) -> Option<&'p [T]> {
+        let (od, oh) = (r / self.out[1], r % self.out[1]);
+        let d = (od * self.stride[0] + a * self.dil[0]) as i64 - self.pad[0] as i64;
+        let h = (oh * self.stride[1] + b * self.dil[1]) as i64 - self.pad[1] as i64;
+        if d < 0 || h < 0 || d as usize >= self.len[0] || h as usize >= self.len[1] {
+            return None;
+        }
+        Some(&plane[(d as usize * self.len[1] + h as usize) * self.len[2]..][..self.len[2]])
+    }
     /// Calls f(kernel tap index, output position index, input position index) for every pair that
     /// lands inside the input (taps over padding are skipped).
     fn for_each_tap(&self, mut f: impl FnMut(usize, usize, usize)) {
@@ -67,37 +87,27 @@ impl Geo {
     /// each output position reads (zero over padding). Rows are copied as slices where stride is 1.
     fn im2col<T: Copy + Default>(&self, plane: &[T], dst: &mut [T]) {
         let ol = self.out_len();
-        let (o1, o2) = (self.out[1], self.out[2]);
+        let o2 = self.out[2];
         let mut t = 0;
         for a in 0..self.k[0] {
             for b in 0..self.k[1] {
                 for c in 0..self.k[2] {
                     let rows = &mut dst[t * ol..(t + 1) * ol];
-                    // Output columns whose input column is inside [0, len2): lo..hi.
-                    let shift = (c * self.dil[2]) as i64 - self.pad[2] as i64;
+                    let (lo, hi, shift) = self.column_run(c);
                     let s2 = self.stride[2] as i64;
-                    let lo = if shift >= 0 { 0 } else { ((-shift) + s2 - 1) / s2 } as usize;
-                    let hi = ((self.len[2] as i64 - 1 - shift).div_euclid(s2) + 1).clamp(0, o2 as i64) as usize;
-                    let lo = lo.min(hi);
-                    for od in 0..self.out[0] {
-                        let d = (od * self.stride[0] + a * self.dil[0]) as i64 - self.pad[0] as i64;
-                        for oh in 0..o1 {
-                            let h = (oh * self.stride[1] + b * self.dil[1]) as i64 - self.pad[1] as i64;
-                            let row = &mut rows[(od * o1 + oh) * o2..(od * o1 + oh + 1) * o2];
-                            if d < 0 || h < 0 || d as usize >= self.len[0] || h as usize >= self.len[1] {
-                                row.fill(T::default());
-                                continue;
-                            }
-                            let src = &plane[(d as usize * self.len[1] + h as usize) * self.len[2]..][..self.len[2]];
-                            row[..lo].fill(T::default());
-                            row[hi..].fill(T::default());
-                            if s2 == 1 {
-                                let from = (lo as i64 + shift) as usize;
-                                row[lo..hi].copy_from_slice(&src[from..from + hi - lo]);
-                            } else {
-                                for (ow, v) in row[lo..hi].iter_mut().enumerate() {
-                                    *v = src[((lo + ow) as i64 * s2 + shift) as usize];
-                                }
+                    for (r, row) in rows.chunks_exact_mut(o2.max(1)).enumerate() {
+                        let Some(src) = self.source_row(plane, a, b, r) else {
+                            row.fill(T::default());
+                            continue;
+                        };
+                        row[..lo].fill(T::default());
+                        row[hi..].fill(T::default());
+                        if s2 == 1 {
+                            let from = (lo as i64 + shift) as usize;
+                            row[lo..hi].copy_from_slice(&src[from..from + hi - lo]);
+                        } else {
+                            for (ow, v) in row[lo..hi].iter_mut().enumerate() {
+                                *v = src[((lo + ow) as i64 * s2 + shift) as usize];
                             }
                         }
                     }
@@ -113,29 +123,21 @@ impl Geo {
     /// in-range run of each output row gets `weight · input` added (the taps im2col would copy out).
     fn weighted_taps<T: Elem>(&self, plane: &[T], weights: &[T], out: &mut [T]) {
         out.iter_mut().for_each(|v| *v = T::default());
-        let (o1, o2) = (self.out[1], self.out[2]);
+        let o2 = self.out[2];
         let mut t = 0;
         for a in 0..self.k[0] {
             for b in 0..self.k[1] {
                 for c in 0..self.k[2] {
                     let wt = weights[t];
                     t += 1;
-                    let shift = (c * self.dil[2]) as i64 - self.pad[2] as i64;
+                    let (lo, hi, shift) = self.column_run(c);
                     let s2 = self.stride[2] as i64;
-                    let lo = if shift >= 0 { 0 } else { ((-shift) + s2 - 1) / s2 } as usize;
-                    let hi = ((self.len[2] as i64 - 1 - shift).div_euclid(s2) + 1).clamp(0, o2 as i64) as usize;
                     if lo >= hi {
                         continue;
                     }
-                    for r in 0..self.out[0] * o1 {
-                        let (od, oh) = (r / o1, r % o1);
-                        let d = (od * self.stride[0] + a * self.dil[0]) as i64 - self.pad[0] as i64;
-                        let h = (oh * self.stride[1] + b * self.dil[1]) as i64 - self.pad[1] as i64;
-                        if d < 0 || h < 0 || d as usize >= self.len[0] || h as usize >= self.len[1] {
-                            continue;
-                        }
-                        let src = &plane[(d as usize * self.len[1] + h as usize) * self.len[2]..][..self.len[2]];
-                        let dst = &mut out[r * o2 + lo..r * o2 + hi];
+                    for (r, row) in out.chunks_exact_mut(o2.max(1)).enumerate() {
+                        let Some(src) = self.source_row(plane, a, b, r) else { continue };
+                        let dst = &mut row[lo..hi];
                         if s2 == 1 {
                             let from = (lo as i64 + shift) as usize;
                             dst.iter_mut().zip(&src[from..from + hi - lo]).for_each(|(o, &v)| *o = *o + wt * v);
