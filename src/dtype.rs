@@ -11,23 +11,42 @@ use crate::error::type_err;
 pub enum DType {
     Bool,
     U8,
+    I8,
+    I16,
     I32,
     I64,
+    U16,
+    U32,
+    U64,
+    F8E4M3,
+    F8E5M2,
     F16,
     BF16,
     F32,
     F64,
+    C64,
+    C128,
 }
 
-pub const ALL: [DType; 8] = [
+/// Every dtype, in declaration order (`PyDType::object` indexes this by discriminant).
+pub const ALL: [DType; 17] = [
     DType::Bool,
     DType::U8,
+    DType::I8,
+    DType::I16,
     DType::I32,
     DType::I64,
+    DType::U16,
+    DType::U32,
+    DType::U64,
+    DType::F8E4M3,
+    DType::F8E5M2,
     DType::F16,
     DType::BF16,
     DType::F32,
     DType::F64,
+    DType::C64,
+    DType::C128,
 ];
 
 /// Kinds ordered as torch orders them for promotion with Python scalars.
@@ -36,6 +55,7 @@ pub enum Kind {
     Bool,
     Int,
     Float,
+    Complex,
 }
 
 impl DType {
@@ -43,12 +63,21 @@ impl DType {
         match self {
             DType::Bool => "bool",
             DType::U8 => "uint8",
+            DType::I8 => "int8",
+            DType::I16 => "int16",
             DType::I32 => "int32",
             DType::I64 => "int64",
+            DType::U16 => "uint16",
+            DType::U32 => "uint32",
+            DType::U64 => "uint64",
+            DType::F8E4M3 => "float8_e4m3fn",
+            DType::F8E5M2 => "float8_e5m2",
             DType::F16 => "float16",
             DType::BF16 => "bfloat16",
             DType::F32 => "float32",
             DType::F64 => "float64",
+            DType::C64 => "complex64",
+            DType::C128 => "complex128",
         }
     }
 
@@ -57,24 +86,49 @@ impl DType {
         match self {
             DType::Bool => "Bool",
             DType::U8 => "Byte",
+            DType::I8 => "Char",
+            DType::I16 => "Short",
             DType::I32 => "Int",
             DType::I64 => "Long",
+            DType::U16 => "UInt16",
+            DType::U32 => "UInt32",
+            DType::U64 => "UInt64",
+            DType::F8E4M3 => "Float8_e4m3fn",
+            DType::F8E5M2 => "Float8_e5m2",
             DType::F16 => "Half",
             DType::BF16 => "BFloat16",
             DType::F32 => "Float",
             DType::F64 => "Double",
+            DType::C64 => "ComplexFloat",
+            DType::C128 => "ComplexDouble",
         }
     }
 
+    /// Whether tensors of this dtype can exist: Candle has a storage type for it. The others are
+    /// dtype objects only (names, finfo/iinfo, promotion); creating such a tensor raises.
+    pub fn has_storage(self) -> bool {
+        !matches!(self, DType::I8 | DType::U16 | DType::U32 | DType::U64 | DType::F8E5M2 | DType::C64 | DType::C128)
+    }
+
+    /// The error for a dtype without storage.
+    pub fn unsupported(self) -> PyErr {
+        crate::error::dtype_err(format!("torch.{} tensors are not supported by candle_bind yet", self.name()))
+    }
+
+    /// The Candle storage dtype (dtypes without storage never reach a tensor: `extract_dtype` refuses
+    /// them, so their arm here is never used for data).
     pub fn candle(self) -> CDType {
         match self {
             DType::Bool | DType::U8 => CDType::U8,
+            DType::I16 => CDType::I16,
             DType::I32 => CDType::I32,
             DType::I64 => CDType::I64,
+            DType::F8E4M3 => CDType::F8E4M3,
             DType::F16 => CDType::F16,
             DType::BF16 => CDType::BF16,
             DType::F32 => CDType::F32,
             DType::F64 => CDType::F64,
+            DType::I8 | DType::U16 | DType::U32 | DType::U64 | DType::F8E5M2 | DType::C64 | DType::C128 => CDType::U8,
         }
     }
 
@@ -82,8 +136,10 @@ impl DType {
     pub fn from_candle(d: CDType) -> PyResult<Self> {
         Ok(match d {
             CDType::U8 => DType::U8,
+            CDType::I16 => DType::I16,
             CDType::I32 => DType::I32,
             CDType::I64 => DType::I64,
+            CDType::F8E4M3 => DType::F8E4M3,
             CDType::F16 => DType::F16,
             CDType::BF16 => DType::BF16,
             CDType::F32 => DType::F32,
@@ -95,7 +151,10 @@ impl DType {
     pub fn kind(self) -> Kind {
         match self {
             DType::Bool => Kind::Bool,
-            DType::U8 | DType::I32 | DType::I64 => Kind::Int,
+            DType::U8 | DType::I8 | DType::I16 | DType::I32 | DType::I64 | DType::U16 | DType::U32 | DType::U64 => {
+                Kind::Int
+            }
+            DType::C64 | DType::C128 => Kind::Complex,
             _ => Kind::Float,
         }
     }
@@ -104,12 +163,17 @@ impl DType {
         self.kind() == Kind::Float
     }
 
+    pub fn is_signed(self) -> bool {
+        !matches!(self, DType::Bool | DType::U8 | DType::U16 | DType::U32 | DType::U64)
+    }
+
     pub fn itemsize(self) -> usize {
         match self {
-            DType::Bool | DType::U8 => 1,
-            DType::F16 | DType::BF16 => 2,
-            DType::I32 | DType::F32 => 4,
-            DType::I64 | DType::F64 => 8,
+            DType::Bool | DType::U8 | DType::I8 | DType::F8E4M3 | DType::F8E5M2 => 1,
+            DType::I16 | DType::U16 | DType::F16 | DType::BF16 => 2,
+            DType::I32 | DType::U32 | DType::F32 => 4,
+            DType::I64 | DType::U64 | DType::F64 | DType::C64 => 8,
+            DType::C128 => 16,
         }
     }
 
@@ -121,11 +185,23 @@ impl DType {
         }
         match (a, b) {
             (Bool, x) | (x, Bool) => x,
+            (C128, _) | (_, C128) | (C64, F64) | (F64, C64) => C128,
+            (C64, _) | (_, C64) => C64,
             (F16, BF16) | (BF16, F16) => F32,
+            (x, y) if x.is_float() && y.is_float() => x.max(y).max(F16),
             (x, y) if x.is_float() && !y.is_float() => x,
             (x, y) if y.is_float() && !x.is_float() => y,
-            // Same kind: the wider one (U8 < I32 < I64, F16/BF16 < F32 < F64).
-            (x, y) => x.max(y),
+            // Integers: the wider of two of the same signedness; mixed, a signed type wider than the unsigned one.
+            (x, y) if x.is_signed() == y.is_signed() => x.max(y),
+            (x, y) => {
+                let (s, u) = if x.is_signed() { (x, y) } else { (y, x) };
+                let need = match u {
+                    U8 => I16,
+                    U16 => I32,
+                    _ => I64,
+                };
+                s.max(need)
+            }
         }
     }
 
@@ -135,6 +211,7 @@ impl DType {
             Kind::Bool => DType::Bool,
             Kind::Int => DType::I64,
             Kind::Float => DType::F32,
+            Kind::Complex => DType::C64,
         }
     }
 }
@@ -161,11 +238,11 @@ impl PyDType {
     }
     #[getter]
     fn is_complex(&self) -> bool {
-        false
+        self.0.kind() == Kind::Complex
     }
     #[getter]
     fn is_signed(&self) -> bool {
-        !matches!(self.0, DType::Bool | DType::U8)
+        self.0.is_signed()
     }
     #[getter]
     fn itemsize(&self) -> usize {
@@ -177,13 +254,24 @@ impl PyDType {
     fn __repr__(&self) -> String {
         format!("torch.{}", self.0.name())
     }
-    fn __reduce__(&self) -> (String,) {
-        (self.0.name().to_string(),)
+    /// Pickled (and deep-copied) as the module global of that name: the same singleton comes back.
+    fn __reduce__(&self) -> &'static str {
+        self.0.name()
     }
 }
 
 /// Reads a `dtype=` argument: our dtype objects, or Python's `bool`, `int`, `float` as torch does.
+/// Dtypes that have no storage here are refused with an error naming them.
 pub fn extract_dtype(ob: &Bound<'_, PyAny>) -> PyResult<DType> {
+    let d = extract_any_dtype(ob)?;
+    if !d.has_storage() {
+        return Err(d.unsupported());
+    }
+    Ok(d)
+}
+
+/// Reads a dtype argument, storage or not (for promotion and dtype queries).
+pub fn extract_any_dtype(ob: &Bound<'_, PyAny>) -> PyResult<DType> {
     if let Ok(d) = ob.cast::<PyDType>() {
         return Ok(d.get().0);
     }

@@ -62,7 +62,7 @@ fn set_num_threads(n: usize) -> PyResult<()> {
 #[pyo3(name = "_C")]
 mod candle_bind_c {
     #[pymodule_export]
-    use crate::device::{cuda_device_count, cuda_is_available, PyDevice};
+    use crate::device::{cuda_device_count, cuda_is_available, get_default_device, set_default_device, PyDevice};
     #[pymodule_export]
     use crate::dtype::PyDType;
     #[pymodule_export]

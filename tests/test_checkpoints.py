@@ -221,7 +221,7 @@ def test_bad_safetensors_raise_clear_errors(tmp_path):
             cst.load_file(path)
     with pytest.raises(FileNotFoundError):
         cst.load_file(tmp_path / "missing.safetensors")
-    bad_dtype = _st_header({"a": {"dtype": "I16", "shape": [2], "data_offsets": [0, 4]}}, b"\0" * 8)[: -4]
+    bad_dtype = _st_header({"a": {"dtype": "U16", "shape": [2], "data_offsets": [0, 4]}}, b"\0" * 8)[: -4]
     with pytest.raises(cb.DTypeError):
         cst.load(bad_dtype)
 

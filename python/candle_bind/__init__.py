@@ -27,6 +27,7 @@ from ._C import (
     from_numpy,
     full,
     full_like,
+    get_default_device,
     get_num_threads,
     manual_seed,
     ones,
@@ -40,6 +41,7 @@ from ._C import (
     randperm,
     result_type,
     seed,
+    set_default_device,
     set_num_threads,
     stack,
     tensor,
@@ -51,11 +53,39 @@ from ._C import bucketize, searchsorted, unique
 from ._size import Size
 from . import return_types
 from ._tensor import allclose, isclose, take_along_dim
+from ._tensor import _typed_tensors
+
+globals().update(_typed_tensors())
 from . import _ops
+from ._runtime import (  # noqa: F401
+    Generator,
+    are_deterministic_algorithms_enabled,
+    channels_last,
+    channels_last_3d,
+    compile,
+    contiguous_format,
+    get_float32_matmul_precision,
+    is_warn_always_enabled,
+    layout,
+    memory_format,
+    preserve_format,
+    set_default_dtype,
+    set_float32_matmul_precision,
+    set_warn_always,
+    sparse_coo,
+    sparse_csr,
+    strided,
+    use_deterministic_algorithms,
+)
 
 # Submodules load on first use, so `import candle_bind` stays fast (numpy, zipfile and the layer
 # classes are only imported by the code that needs them).
-_LAZY_MODULES = {"nn", "gguf", "safetensors", "serialization", "compat", "utils", "testing"}
+_LAZY_MODULES = {
+    "nn", "gguf", "safetensors", "serialization", "compat", "utils", "testing",
+    # torch's submodules, stood in for (one small module each)
+    "accelerator", "amp", "autograd", "backends", "compiler", "cuda", "distributed", "distributions", "jit",
+    "library", "mps", "multiprocessing", "ops", "optim", "random", "version", "xpu", "_dynamo",
+}
 
 
 def from_torch(t) -> Tensor:
@@ -83,7 +113,13 @@ def __getattr__(name):
         return importlib.import_module(f"{__name__}.{name}")
     if name in ("load", "save"):
         return getattr(importlib.import_module(f"{__name__}.serialization"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if name in ("autocast",):
+        return getattr(importlib.import_module(f"{__name__}.amp"), name)
+    if name in ("get_rng_state", "set_rng_state", "initial_seed", "fork_rng"):
+        return getattr(importlib.import_module(f"{__name__}.random"), name)
+    if name.startswith("__"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    raise AttributeError(f"torch.{name} is not supported by candle_bind yet")
 
 __version__ = _C.__version__
 
@@ -96,6 +132,20 @@ float16 = _C.float16
 bfloat16 = _C.bfloat16
 float32 = _C.float32
 float64 = _C.float64
+# dtypes with storage only (int16, float8_e4m3fn) or as objects only (the rest: creating such a
+# tensor raises "torch.int8 tensors are not supported by candle_bind yet").
+int8 = _C.int8
+int16 = _C.int16
+uint16 = _C.uint16
+uint32 = _C.uint32
+uint64 = _C.uint64
+float8_e4m3fn = _C.float8_e4m3fn
+float8_e5m2 = _C.float8_e5m2
+complex64 = _C.complex64
+complex128 = _C.complex128
+short = int16
+cfloat = complex64
+cdouble = complex128
 long = int64
 int = int32  # noqa: A001
 half = float16
@@ -302,6 +352,10 @@ class finfo(_NamedTuple):
     def _of(cls, d=None):
         d = float32 if d is None else d
         table = {
+            "float8_e4m3fn": (8, 0.125, 448.0, 2.0**-6, 1.0),
+            "float8_e5m2": (8, 0.25, 57344.0, 2.0**-14, 1.0),
+            "complex64": (32, 2.0**-23, 3.4028234663852886e38, 1.1754943508222875e-38, 1e-6),
+            "complex128": (64, 2.0**-52, 1.7976931348623157e308, 2.2250738585072014e-308, 1e-15),
             "float16": (16, 2.0**-10, 65504.0, 2.0**-14, 1e-3),
             "bfloat16": (16, 2.0**-7, 3.3895313892515355e38, 1.1754943508222875e-38, 1e-2),
             "float32": (32, 2.0**-23, 3.4028234663852886e38, 1.1754943508222875e-38, 1e-6),
@@ -324,8 +378,9 @@ class iinfo(_NamedTuple):
 
     @classmethod
     def _of(cls, d):
-        table = {"uint8": (8, 255, 0), "int32": (32, 2**31 - 1, -(2**31)), "int64": (64, 2**63 - 1, -(2**63)),
-                 "bool": (8, 1, 0)}
+        table = {"uint8": (8, 255, 0), "int8": (8, 127, -128), "int16": (16, 2**15 - 1, -(2**15)),
+                 "uint16": (16, 2**16 - 1, 0), "uint32": (32, 2**32 - 1, 0), "uint64": (64, 2**64 - 1, 0),
+                 "int32": (32, 2**31 - 1, -(2**31)), "int64": (64, 2**63 - 1, -(2**63)), "bool": (8, 1, 0)}
         name = repr(d).rsplit(".", 1)[-1]
         if name not in table:
             raise TypeError("torch.iinfo() requires an integer input type. Use torch.finfo to handle 'torch.iinfo'")
@@ -442,43 +497,6 @@ class inference_mode(_GradMode):
         return super().__exit__(*exc)
 
 
-# ---- devices ----
-
-class _Cuda:
-    """`candle_bind.cuda`: availability of the CUDA build's devices."""
-
-    @staticmethod
-    def is_available() -> _builtins.bool:
-        return _C.cuda_is_available()
-
-    @staticmethod
-    def device_count() -> _builtins.int:
-        return _C.cuda_device_count()
-
-    @staticmethod
-    def manual_seed(seed: _builtins.int) -> None:
-        manual_seed(seed)
-
-    manual_seed_all = manual_seed
-
-    @staticmethod
-    def synchronize(device=None) -> None:
-        return None
-
-    @staticmethod
-    def empty_cache() -> None:
-        return None
-
-    @staticmethod
-    def is_bf16_supported(including_emulation: _builtins.bool = True) -> _builtins.bool:
-        return _C.cuda_is_available()
-
-    @staticmethod
-    def current_device() -> _builtins.int:
-        return 0
-
-
-cuda = _Cuda()
 
 
 def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=None, profile=None, sci_mode=None):
@@ -496,7 +514,8 @@ def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=N
 __all__ = [
     "CandleError", "DTypeError", "DeviceError", "ShapeError", "Size", "Tensor", "arange", "as_tensor",
     "bucketize", "from_torch", "load", "save", "searchsorted", "take_along_dim", "to_torch", "unique",
-    "bfloat16", "bool", "broadcast_shapes", "broadcast_to", "cat", "concat", "concatenate", "cuda", "device",
+    "bfloat16", "bool", "int8", "int16", "uint16", "uint32", "uint64", "float8_e4m3fn", "float8_e5m2", "complex64",
+    "complex128", "short", "cfloat", "cdouble", "broadcast_shapes", "broadcast_to", "cat", "concat", "concatenate", "cuda", "device",
     "double", "dtype", "einsum", "empty", "empty_like", "enable_grad", "eye", "finfo", "float", "float16",
     "float32", "float64", "from_dlpack", "from_numpy", "full", "full_like", "get_default_dtype", "get_num_threads", "half",
     "hstack", "iinfo", "inference_mode", "int", "int32", "int64", "is_floating_point", "is_grad_enabled",

@@ -92,4 +92,32 @@ def take_along_dim(input: Tensor, indices: Tensor, dim=None) -> Tensor:
     return input.expand(*shape_i).gather(d, indices.expand(*shape_x))
 
 
+class _TypedTensorMeta(type):
+    """torch's legacy typed tensor classes: `isinstance(x, LongTensor)` checks the dtype, and
+    `LongTensor([1, 2])` / `FloatTensor(2, 3)` build tensors of that dtype."""
+
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, Tensor) and obj.dtype == cls.dtype
+
+    def __call__(cls, *args):
+        from . import tensor, zeros
+
+        if len(args) == 1 and not isinstance(args[0], int):
+            return tensor(args[0], dtype=cls.dtype)
+        return zeros(*args, dtype=cls.dtype)
+
+
+def _typed_tensor(name: str, dtype) -> type:
+    return _TypedTensorMeta(name, (Tensor,), {"dtype": dtype, "__module__": "candle_bind"})
+
+
+def _typed_tensors() -> dict:
+    from . import _C
+
+    names = {"FloatTensor": "float32", "DoubleTensor": "float64", "HalfTensor": "float16",
+             "BFloat16Tensor": "bfloat16", "ByteTensor": "uint8", "CharTensor": "int8", "ShortTensor": "int16",
+             "IntTensor": "int32", "LongTensor": "int64", "BoolTensor": "bool"}
+    return {name: _typed_tensor(name, getattr(_C, dtype)) for name, dtype in names.items()}
+
+
 _install()

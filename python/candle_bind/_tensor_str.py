@@ -120,7 +120,10 @@ def tensor_repr(t) -> str:
     shape = tuple(t.shape)
     floating = _is_float(t)
     extras = []
-    if t.numel() == 0:
+    if t.is_meta:  # no data: torch prints the size instead
+        body = "..."
+        extras.append(f"size={shape}")
+    elif t.numel() == 0:
         body = "[]"
         if shape != (0,):
             extras.append(f"size={shape}")
@@ -136,7 +139,7 @@ def tensor_repr(t) -> str:
             fmt = _Formatter(values, floating)
         body = _fmt(data, len(shape), fmt, len(prefix))
     name = _dtype_name(t)
-    if name not in _DEFAULT_DTYPES:
+    if name not in _DEFAULT_DTYPES or (t.is_meta and name != "float32"):
         extras.append(f"dtype=torch.{name}")
     if t.device.type != "cpu":
         extras.insert(0, f"device='{t.device}'")

@@ -13,7 +13,18 @@ from typing import Any, Dict, Optional
 from . import _C
 from ._C import Tensor
 
-__all__ = ["load", "load_file", "load_model", "safe_open", "save", "save_file", "save_model"]
+__all__ = ["load", "load_file", "load_model", "safe_open", "save", "save_file", "save_model", "storage_ptr",
+           "storage_size"]
+
+
+def storage_ptr(tensor: Tensor) -> int:
+    """The address of the storage buffer behind `tensor` (shared by tensors that share memory)."""
+    return tensor._storage_ptr()
+
+
+def storage_size(tensor: Tensor) -> int:
+    """The byte size of the storage buffer behind `tensor`."""
+    return tensor._storage_nbytes()
 
 
 def _path(filename) -> str:

@@ -38,8 +38,10 @@ fn our_dtype(d: Dtype) -> PyResult<DType> {
     Ok(match d {
         Dtype::BOOL => DType::Bool,
         Dtype::U8 => DType::U8,
+        Dtype::I16 => DType::I16,
         Dtype::I32 => DType::I32,
         Dtype::I64 => DType::I64,
+        Dtype::F8_E4M3 => DType::F8E4M3,
         Dtype::F16 => DType::F16,
         Dtype::BF16 => DType::BF16,
         Dtype::F32 => DType::F32,
@@ -48,17 +50,20 @@ fn our_dtype(d: Dtype) -> PyResult<DType> {
     })
 }
 
-fn file_dtype(d: DType) -> Dtype {
-    match d {
+fn file_dtype(d: DType) -> PyResult<Dtype> {
+    Ok(match d {
         DType::Bool => Dtype::BOOL,
         DType::U8 => Dtype::U8,
+        DType::I16 => Dtype::I16,
         DType::I32 => Dtype::I32,
         DType::I64 => Dtype::I64,
+        DType::F8E4M3 => Dtype::F8_E4M3,
         DType::F16 => Dtype::F16,
         DType::BF16 => Dtype::BF16,
         DType::F32 => Dtype::F32,
         DType::F64 => Dtype::F64,
-    }
+        other => return Err(other.unsupported()),
+    })
 }
 
 /// Copies little-endian element bytes into a new, aligned buffer of `T`.
@@ -219,7 +224,7 @@ pub fn safetensors_serialize<'py>(
 ) -> PyResult<Bound<'py, PyBytes>> {
     let views: Vec<(String, View)> = tensors
         .iter()
-        .map(|(n, t)| Ok((n.clone(), View { dtype: file_dtype(t.dtype), shape: t.dims().to_vec(), data: tensor_bytes(t)? })))
+        .map(|(n, t)| Ok((n.clone(), View { dtype: file_dtype(t.dtype)?, shape: t.dims().to_vec(), data: tensor_bytes(t)? })))
         .collect::<PyResult<_>>()?;
     let bytes = ::safetensors::tensor::serialize(views, metadata).map_err(st_err)?;
     Ok(PyBytes::new(py, &bytes))

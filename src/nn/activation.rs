@@ -3,7 +3,7 @@
 use pyo3::prelude::*;
 
 use crate::tensor::arith::float_unary;
-use crate::tensor::kernels::{erf_as_f32, erf_f32, exp_f32, ln_pos_f32, tanh_f32};
+use crate::tensor::kernels::{erf_as_f32, exp_f32, ln_pos_f32, tanh_f32};
 use crate::tensor::PyTensor;
 
 fn unsupported(_: &candle_core::Tensor) -> candle_core::Result<candle_core::Tensor> {

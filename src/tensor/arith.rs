@@ -231,6 +231,18 @@ fn compute(op: BinOp, a: &Tensor, b: &Tensor, ct: DType) -> PyResult<Tensor> {
         DType::I64 => int_binop!(i64, op, a, b, &dims),
         DType::I32 => int_binop!(i32, op, a, b, &dims),
         DType::U8 => int_binop!(u8, op, a, b, &dims),
+        // Storage-only dtypes compute in a wider one and round back (torch computes int16 in int16:
+        // the same results unless a value overflows).
+        DType::I16 | DType::F8E4M3 => {
+            let wide = if ct == DType::I16 { DType::I32 } else { DType::F32 };
+            if a.dtype() != ct.candle() || b.dtype() != ct.candle() {
+                return Err(runtime_err("operands must share the computation dtype"));
+            }
+            let (aw, bw) = (super::convert(a, wide.candle())?, super::convert(b, wide.candle())?);
+            let r = compute(op, &aw, &bw, wide)?;
+            if op.is_cmp() { Ok(r) } else { r.to_dtype(ct.candle()).py() }
+        }
+        DType::I8 | DType::U16 | DType::U32 | DType::U64 | DType::F8E5M2 | DType::C64 | DType::C128 => Err(ct.unsupported()),
         DType::Bool => match op {
             BinOp::Add | BinOp::Maximum | BinOp::Or => int_binop!(u8, BinOp::Or, a, b, &dims),
             BinOp::Mul | BinOp::Minimum | BinOp::And => int_binop!(u8, BinOp::And, a, b, &dims),
@@ -291,6 +303,14 @@ pub fn binary(a: &PyTensor, b: Operand<'_>, op: BinOp, reflected: bool) -> PyRes
             return Err(runtime_err("Integers to negative integer powers are not allowed."));
         }
     }
+    let out_dtype = if op.is_cmp() { DType::Bool } else { ct };
+    match b {
+        Operand::T(t) if a.is_meta() || t.is_meta() => {
+            return super::meta::meta_tensor(&broadcast_dims(a.dims(), t.dims())?, out_dtype)
+        }
+        Operand::S(_) if a.is_meta() => return super::meta::meta_tensor(a.dims(), out_dtype),
+        _ => {}
+    }
     let ta = cast(&a.t, a.dtype, ct)?;
     let tb = match b {
         Operand::T(t) => cast(&t.t, t.dtype, ct)?,
@@ -325,6 +345,9 @@ where
     C: Fn(&Tensor) -> candle_core::Result<Tensor>,
 {
     let out_dtype = if x.dtype.is_float() { x.dtype } else { DType::F32 };
+    if x.is_meta() {
+        return super::meta::meta_tensor(x.dims(), out_dtype);
+    }
     if !is_cpu(&x.t) {
         let t = cast(&x.t, x.dtype, out_dtype)?;
         return Ok(PyTensor::new(on_device(&t).py()?, out_dtype));
@@ -365,6 +388,7 @@ macro_rules! keep_dtype_unary {
             DType::I64 => map_cpu::<i64, i64, _>(t, |$v: i64| $int),
             DType::I32 => map_cpu::<i32, i32, _>(t, |$v: i32| $int),
             DType::U8 | DType::Bool => map_cpu::<u8, u8, _>(t, |$v: u8| { #[allow(unused_imports)] use UnsignedOps as _; $int }),
+            other => Err(crate::error::dtype_err(format!("this op is not implemented for '{}'", other.title()))),
         }?;
         Ok(x.same(out))
     }};
@@ -1060,7 +1084,7 @@ pub fn result_type(tensor: &Bound<'_, PyAny>, other: &Bound<'_, PyAny>) -> PyRes
 
 #[pyfunction]
 pub fn promote_types(type1: &Bound<'_, PyAny>, type2: &Bound<'_, PyAny>) -> PyResult<Py<crate::dtype::PyDType>> {
-    let d = DType::promote(crate::dtype::extract_dtype(type1)?, crate::dtype::extract_dtype(type2)?);
+    let d = DType::promote(crate::dtype::extract_any_dtype(type1)?, crate::dtype::extract_any_dtype(type2)?);
     crate::dtype::PyDType::object(type1.py(), d)
 }
 

@@ -31,12 +31,14 @@ fn npy_type(d: DType) -> PyResult<NPY_TYPES> {
         DType::F16 => NPY_TYPES::NPY_HALF,
         DType::F32 => NPY_TYPES::NPY_FLOAT,
         DType::F64 => NPY_TYPES::NPY_DOUBLE,
-        DType::BF16 => return Err(type_err("Got unsupported ScalarType BFloat16")),
+        DType::I16 => NPY_TYPES::NPY_SHORT,
+        other => return Err(type_err(format!("Got unsupported ScalarType {}", other.title()))),
     })
 }
 
 /// A numpy array that shares the tensor's memory (any strides), as torch's `.numpy()`.
 pub fn to_numpy<'py>(py: Python<'py>, x: &PyTensor) -> PyResult<Bound<'py, PyAny>> {
+    x.check_data("numpy()")?;
     if !super::is_cpu(&x.t) {
         return Err(type_err(
             "can't convert cuda device type tensor to numpy. Use Tensor.cpu() to copy the tensor to host memory first.",
@@ -131,6 +133,7 @@ pub fn from_numpy(ndarray: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
 
 /// The single value of a one-element tensor.
 pub fn scalar_of(x: &PyTensor) -> PyResult<Scalar> {
+    x.check_data("Tensor.item()")?;
     if x.numel() != 1 {
         return Err(runtime_err(format!("a Tensor with {} elements cannot be converted to Scalar", x.numel())));
     }
@@ -155,6 +158,7 @@ fn scalar_py(py: Python<'_>, s: Scalar) -> PyResult<Py<PyAny>> {
 
 /// Nested Python lists of the tensor's values (Python bools, ints or floats).
 pub fn to_list(py: Python<'_>, x: &PyTensor) -> PyResult<Py<PyAny>> {
+    x.check_data("tolist()")?;
     fn build<T: Copy>(py: Python<'_>, v: &[T], dims: &[usize], f: &dyn Fn(Python<'_>, T) -> PyResult<Py<PyAny>>) -> PyResult<Py<PyAny>> {
         match dims {
             [] => f(py, v[0]),
@@ -172,6 +176,7 @@ pub fn to_list(py: Python<'_>, x: &PyTensor) -> PyResult<Py<PyAny>> {
         DType::U8 => build(py, &flat.to_vec1::<u8>().py()?, dims, &|py, v| scalar_py(py, Scalar::Int(v as i64))),
         DType::I32 => build(py, &flat.to_vec1::<i32>().py()?, dims, &|py, v| scalar_py(py, Scalar::Int(v as i64))),
         DType::I64 => build(py, &flat.to_vec1::<i64>().py()?, dims, &|py, v| scalar_py(py, Scalar::Int(v))),
+        DType::I16 => build(py, &flat.to_dtype(candle_core::DType::I64).py()?.to_vec1::<i64>().py()?, dims, &|py, v| scalar_py(py, Scalar::Int(v))),
         _ => build(py, &flat.to_dtype(candle_core::DType::F64).py()?.to_vec1::<f64>().py()?, dims, &|py, v| scalar_py(py, Scalar::Float(v))),
     }
 }
@@ -182,9 +187,22 @@ impl PyTensor {
     /// This tensor in `dtype` on `device`; `None` when nothing changes (callers return self).
     fn moved(&self, dtype: Option<DType>, device: Option<PyDevice>, copy: bool) -> PyResult<Option<PyTensor>> {
         let dt = dtype.unwrap_or(self.dtype);
-        let same_dev = device.is_none_or(|d| d.same(self.t.device()));
+        let same_dev = device.is_none_or(|d| d.same(&self.t));
         if dt == self.dtype && same_dev && !copy {
             return Ok(None);
+        }
+        // Meta in, or meta asked for: a meta tensor (there is no data to move).
+        let meta_in = self.is_meta();
+        match device {
+            Some(PyDevice { kind: DevKind::Meta, .. }) => return Ok(Some(super::meta::meta_tensor(self.dims(), dt)?)),
+            _ if meta_in && same_dev => return Ok(Some(super::meta::meta_tensor(self.dims(), dt)?)),
+            _ if meta_in => {
+                return Err(crate::error::runtime_err(
+                    "Cannot copy out of meta tensor; no data! Please use torch.nn.Module.to_empty() instead of \
+                     torch.nn.Module.to() when moving module from meta to a different device.",
+                ))
+            }
+            _ => {}
         }
         let mut t = cast(&self.t, self.dtype, dt)?;
         if !same_dev {
@@ -226,9 +244,9 @@ impl PyTensor {
             if let Ok(other) = a.cast::<PyTensor>() {
                 let o = other.borrow();
                 dt = Some(o.dtype);
-                dev = Some(PyDevice::of(o.t.device()));
-            } else if let Ok(d) = extract_dtype(&a) {
-                dt = Some(d);
+                dev = Some(PyDevice::of_tensor(&o.t));
+            } else if a.cast::<crate::dtype::PyDType>().is_ok() || a.is_instance_of::<pyo3::types::PyType>() {
+                dt = Some(extract_dtype(&a)?);
             } else if a.is_none() {
             } else if a.is_instance_of::<pyo3::types::PyBool>() {
                 // to(dtype, non_blocking, copy) positional flags: non_blocking first, then copy.
@@ -244,7 +262,7 @@ impl PyTensor {
     }
     #[getter(device)]
     fn py_device(&self) -> PyDevice {
-        PyDevice::of(self.t.device())
+        PyDevice::of_tensor(&self.t)
     }
     #[getter]
     fn is_cuda(&self) -> bool {

@@ -9,7 +9,7 @@ use ::rand::{Rng, SeedableRng};
 
 use super::shape::{int_arg, shape_args};
 use super::{cast, PyTensor, Scalar};
-use crate::device::opt_device;
+use crate::device::{opt_device, opt_place, Place};
 use crate::dtype::{opt_dtype, DType, Kind};
 use crate::error::{runtime_err, type_err, IntoPyResult};
 
@@ -160,7 +160,13 @@ pub fn tensor(
     pin_memory: bool,
 ) -> PyResult<PyTensor> {
     let _ = (requires_grad, pin_memory);
-    from_data(data, opt_dtype(dtype)?, &opt_device(device)?)
+    let place = opt_place(device)?;
+    let t = from_data(data, opt_dtype(dtype)?, &Device::Cpu)?;
+    match place {
+        Place::Meta => t.meta_like(t.dims()),
+        Place::Real(dev) if dev.is_cpu() => Ok(t),
+        Place::Real(dev) => Ok(t.same(t.t.to_device(&dev).py()?)),
+    }
 }
 
 /// as_tensor: shares memory with a tensor argument when no conversion is needed.
@@ -183,10 +189,11 @@ pub fn as_tensor(data: &Bound<'_, PyAny>, dtype: Option<&Bound<'_, PyAny>>, devi
 macro_rules! factory {
     ($name:ident, $body:expr) => {
         #[pyfunction]
-        #[pyo3(signature = (*size, dtype=None, device=None, requires_grad=false, out=None, layout=None, pin_memory=false, generator=None))]
+        #[pyo3(signature = (*args, size=None, dtype=None, device=None, requires_grad=false, out=None, layout=None, pin_memory=false, generator=None, memory_format=None))]
         #[allow(clippy::too_many_arguments)]
         pub fn $name(
-            size: &Bound<'_, PyTuple>,
+            args: &Bound<'_, PyTuple>,
+            size: Option<&Bound<'_, PyAny>>,
             dtype: Option<&Bound<'_, PyAny>>,
             device: Option<&Bound<'_, PyAny>>,
             requires_grad: bool,
@@ -194,14 +201,21 @@ macro_rules! factory {
             layout: Option<&Bound<'_, PyAny>>,
             pin_memory: bool,
             generator: Option<&Bound<'_, PyAny>>,
+            memory_format: Option<&Bound<'_, PyAny>>,
         ) -> PyResult<PyTensor> {
             // generator: one global stream (torch.Generator.manual_seed seeds it).
-            let _ = (requires_grad, out, layout, pin_memory, generator);
-            let dims = size_arg(size)?;
+            let _ = (requires_grad, out, layout, pin_memory, generator, memory_format);
+            let dims = match size {
+                Some(s) if args.is_empty() => size_arg(&PyTuple::new(args.py(), [s])?)?,
+                Some(_) => return Err(crate::error::type_err(concat!(stringify!($name), "() got multiple values for argument 'size'"))),
+                None => size_arg(args)?,
+            };
             let dt = opt_dtype(dtype)?.unwrap_or(DType::F32);
-            let dev = opt_device(device)?;
-            #[allow(clippy::redundant_closure_call)]
-            ($body)(&dims, dt, &dev)
+            match opt_place(device)? {
+                Place::Meta => super::meta::meta_tensor(&dims, dt),
+                #[allow(clippy::redundant_closure_call)]
+                Place::Real(dev) => ($body)(&dims, dt, &dev),
+            }
         }
     };
 }
@@ -330,7 +344,15 @@ pub fn full(size: &Bound<'_, PyAny>, fill_value: &Bound<'_, PyAny>, dtype: Optio
     let dims = size_arg(&PyTuple::new(size.py(), [size])?)?;
     let v = fill_scalar(fill_value)?;
     let dt = opt_dtype(dtype)?.unwrap_or(DType::default_for(v.kind()));
-    filled(&dims, v, dt, &opt_device(device)?)
+    place_or(opt_place(device)?, &dims, dt, |dev| filled(&dims, v, dt, dev))
+}
+
+/// `make(device)` on a real device; on the meta device, a meta tensor of `dims` and `dtype` instead.
+fn place_or(place: Place, dims: &[usize], dtype: DType, make: impl FnOnce(&Device) -> PyResult<PyTensor>) -> PyResult<PyTensor> {
+    match place {
+        Place::Meta => super::meta::meta_tensor(dims, dtype),
+        Place::Real(dev) => make(&dev),
+    }
 }
 
 fn fill_scalar(ob: &Bound<'_, PyAny>) -> PyResult<Scalar> {
@@ -340,13 +362,15 @@ fn fill_scalar(ob: &Bound<'_, PyAny>) -> PyResult<Scalar> {
     Scalar::extract(ob).ok_or_else(|| type_err(format!("fill_value must be a number, not {}", ob.get_type().name().map(|n| n.to_string()).unwrap_or_default())))
 }
 
-fn like_args(input: &PyTensor, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>) -> PyResult<(DType, Device)> {
+/// The dtype and place of a `*_like` result: the input's unless given (a meta input gives meta).
+fn like_args(input: &PyTensor, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>) -> PyResult<(DType, Place)> {
     let dt = opt_dtype(dtype)?.unwrap_or(input.dtype);
-    let dev = match device.filter(|d| !d.is_none()) {
-        Some(d) => crate::device::extract_device(d)?.candle()?,
-        None => input.t.device().clone(),
+    let place = match device.filter(|d| !d.is_none()) {
+        Some(d) => crate::device::extract_device(d)?.place()?,
+        None if input.is_meta() => Place::Meta,
+        None => Place::Real(input.t.device().clone()),
     };
-    Ok((dt, dev))
+    Ok((dt, place))
 }
 
 macro_rules! like {
@@ -362,9 +386,9 @@ macro_rules! like {
             layout: Option<&Bound<'_, PyAny>>,
         ) -> PyResult<PyTensor> {
             let _ = (requires_grad, memory_format, layout);
-            let (dt, dev) = like_args(input, dtype, device)?;
+            let (dt, place) = like_args(input, dtype, device)?;
             #[allow(clippy::redundant_closure_call)]
-            ($body)(input.dims(), dt, &dev)
+            place_or(place, input.dims(), dt, |dev| ($body)(input.dims(), dt, dev))
         }
     };
 }
@@ -378,8 +402,9 @@ like!(randn_like, |d: &[usize], dt, dev| random(d, dt, dev, true));
 #[pyfunction]
 #[pyo3(signature = (input, fill_value, *, dtype=None, device=None))]
 pub fn full_like(input: &PyTensor, fill_value: &Bound<'_, PyAny>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
-    let (dt, dev) = like_args(input, dtype, device)?;
-    filled(input.dims(), fill_scalar(fill_value)?, dt, &dev)
+    let (dt, place) = like_args(input, dtype, device)?;
+    let v = fill_scalar(fill_value)?;
+    place_or(place, input.dims(), dt, |dev| filled(input.dims(), v, dt, dev))
 }
 
 /// randint(high, size) or randint(low, high, size); int64 unless dtype says otherwise.
@@ -401,11 +426,13 @@ pub fn randint(args: &Bound<'_, PyTuple>, size: Option<&Bound<'_, PyAny>>, dtype
         return Err(runtime_err(format!("random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")));
     }
     let dims = size_arg(&PyTuple::new(args.py(), [size_ob])?)?;
-    let n: usize = dims.iter().product();
-    let v: Vec<i64> = with_rng(|r| (0..n).map(|_| r.random_range(low..high)).collect());
     let dt = opt_dtype(dtype)?.unwrap_or(DType::I64);
-    let t = Tensor::from_vec(v, dims, &opt_device(device)?).py()?;
-    Ok(PyTensor::new(cast(&t, DType::I64, dt)?, dt))
+    place_or(opt_place(device)?, &dims.clone(), dt, |dev| {
+        let n: usize = dims.iter().product();
+        let v: Vec<i64> = with_rng(|r| (0..n).map(|_| r.random_range(low..high)).collect());
+        let t = Tensor::from_vec(v, dims, dev).py()?;
+        Ok(PyTensor::new(cast(&t, DType::I64, dt)?, dt))
+    })
 }
 
 #[pyfunction]
@@ -420,8 +447,9 @@ pub fn randperm(n: usize, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Boun
         }
     });
     let dt = opt_dtype(dtype)?.unwrap_or(DType::I64);
-    let t = Tensor::from_vec(v, n, &opt_device(device)?).py()?;
-    Ok(PyTensor::new(cast(&t, DType::I64, dt)?, dt))
+    let place = opt_place(device)?;
+    let t = Tensor::from_vec(v, n, &real_device(&place)).py()?;
+    on_place(place, PyTensor::new(cast(&t, DType::I64, dt)?, dt))
 }
 
 /// arange(end) / arange(start, end, step): int64 unless an argument is a float (then float32).
@@ -454,7 +482,11 @@ pub fn arange(args: &Bound<'_, PyTuple>, dtype: Option<&Bound<'_, PyAny>>, devic
     if (s > 0.0 && b < a) || (s < 0.0 && b > a) {
         return Err(runtime_err("upper bound and larger bound inconsistent with step sign"));
     }
-    let dev = opt_device(device)?;
+    let place = opt_place(device)?;
+    let dev = match &place {
+        Place::Meta => Device::Cpu,
+        Place::Real(d) => d.clone(),
+    };
     let t = if kind == Kind::Int {
         // All-integer arguments: exact integer arithmetic.
         let (a, b, s) = (start.as_i64(), stop.as_i64(), st.as_i64());
@@ -466,7 +498,22 @@ pub fn arange(args: &Bound<'_, PyTuple>, dtype: Option<&Bound<'_, PyAny>>, devic
         Tensor::from_vec((0..n).map(|i| a + i as f64 * s).collect::<Vec<_>>(), n, &dev).py()?
     };
     let from = DType::from_candle(t.dtype())?;
-    Ok(PyTensor::new(cast(&t, from, dt)?, dt))
+    on_place(place, PyTensor::new(cast(&t, from, dt)?, dt))
+}
+
+/// A small factory result built on the CPU (or its real device), as a meta tensor if meta was asked for.
+fn on_place(place: Place, t: PyTensor) -> PyResult<PyTensor> {
+    match place {
+        Place::Meta => t.meta_like(t.dims()),
+        Place::Real(_) => Ok(t),
+    }
+}
+
+fn real_device(place: &Place) -> Device {
+    match place {
+        Place::Meta => Device::Cpu,
+        Place::Real(d) => d.clone(),
+    }
 }
 
 #[pyfunction]
@@ -475,8 +522,12 @@ pub fn eye(n: usize, m: Option<usize>, dtype: Option<&Bound<'_, PyAny>>, device:
     let _ = requires_grad;
     let m = m.unwrap_or(n);
     let dt = opt_dtype(dtype)?.unwrap_or(DType::F32);
+    let place = opt_place(device)?;
+    if let Place::Meta = place {
+        return super::meta::meta_tensor(&[n, m], dt);
+    }
     let v: Vec<u8> = (0..n * m).map(|i| (i / m == i % m) as u8).collect();
-    let t = Tensor::from_vec(v, (n, m), &opt_device(device)?).py()?;
+    let t = Tensor::from_vec(v, (n, m), &real_device(&place)).py()?;
     Ok(PyTensor::new(cast(&t, DType::Bool, dt)?, dt))
 }
 
@@ -485,8 +536,9 @@ impl PyTensor {
     #[pyo3(signature = (*size, dtype=None, device=None, requires_grad=false))]
     fn new_zeros(&self, size: &Bound<'_, PyTuple>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<PyTensor> {
         let _ = requires_grad;
-        let (dt, dev) = like_args(self, dtype, device)?;
-        zeros_t(&size_arg(size)?, dt, &dev)
+        let (dt, place) = like_args(self, dtype, device)?;
+        let dims = size_arg(size)?;
+        place_or(place, &dims, dt, |dev| zeros_t(&dims, dt, dev))
     }
     #[pyo3(signature = (*size, dtype=None, device=None, requires_grad=false))]
     fn new_empty(&self, size: &Bound<'_, PyTuple>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<PyTensor> {
@@ -495,20 +547,24 @@ impl PyTensor {
     #[pyo3(signature = (*size, dtype=None, device=None, requires_grad=false))]
     fn new_ones(&self, size: &Bound<'_, PyTuple>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<PyTensor> {
         let _ = requires_grad;
-        let (dt, dev) = like_args(self, dtype, device)?;
-        filled(&size_arg(size)?, Scalar::Int(1), dt, &dev)
+        let (dt, place) = like_args(self, dtype, device)?;
+        let dims = size_arg(size)?;
+        place_or(place, &dims, dt, |dev| filled(&dims, Scalar::Int(1), dt, dev))
     }
     #[pyo3(signature = (size, fill_value, *, dtype=None, device=None, requires_grad=false))]
     fn new_full(&self, size: &Bound<'_, PyAny>, fill_value: &Bound<'_, PyAny>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<PyTensor> {
         let _ = requires_grad;
-        let (dt, dev) = like_args(self, dtype, device)?;
-        filled(&size_arg(&PyTuple::new(size.py(), [size])?)?, fill_scalar(fill_value)?, dt, &dev)
+        let (dt, place) = like_args(self, dtype, device)?;
+        let dims = size_arg(&PyTuple::new(size.py(), [size])?)?;
+        let v = fill_scalar(fill_value)?;
+        place_or(place, &dims, dt, |dev| filled(&dims, v, dt, dev))
     }
     #[pyo3(signature = (data, *, dtype=None, device=None, requires_grad=false))]
     fn new_tensor(&self, data: &Bound<'_, PyAny>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<PyTensor> {
         let _ = requires_grad;
-        let (dt, dev) = like_args(self, dtype, device)?;
-        from_data(data, Some(dt), &dev)
+        let (dt, place) = like_args(self, dtype, device)?;
+        let t = from_data(data, Some(dt), &real_device(&place))?;
+        on_place(place, t)
     }
 }
 

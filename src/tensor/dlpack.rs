@@ -59,24 +59,27 @@ struct Export {
     strides: Vec<i64>,
 }
 
-fn dl_dtype(d: DType) -> DLDataType {
+fn dl_dtype(d: DType) -> PyResult<DLDataType> {
     let (code, bits) = match d {
         DType::Bool => (6, 8),
         DType::U8 => (1, 8),
+        DType::I16 => (0, 16),
         DType::I32 => (0, 32),
         DType::I64 => (0, 64),
         DType::F16 => (2, 16),
         DType::BF16 => (4, 16),
         DType::F32 => (2, 32),
         DType::F64 => (2, 64),
+        other => return Err(crate::error::type_err(format!("DLPack export of {} tensors is not supported", other.title()))),
     };
-    DLDataType { code, bits, lanes: 1 }
+    Ok(DLDataType { code, bits, lanes: 1 })
 }
 
 fn our_dtype(d: DLDataType) -> Option<DType> {
     Some(match (d.code, d.bits, d.lanes) {
         (6, 8, 1) => DType::Bool,
         (1, 8, 1) => DType::U8,
+        (0, 16, 1) => DType::I16,
         (0, 32, 1) => DType::I32,
         (0, 64, 1) => DType::I64,
         (2, 16, 1) => DType::F16,
@@ -143,7 +146,7 @@ impl PyTensor {
                 data: base as *mut c_void,
                 device: DLDevice { device_type: CPU, device_id: 0 },
                 ndim: ctx.shape.len() as i32,
-                dtype: dl_dtype(self.dtype),
+                dtype: dl_dtype(self.dtype)?,
                 shape: ctx.shape.as_mut_ptr(),
                 strides: ctx.strides.as_mut_ptr(),
                 byte_offset,

@@ -352,6 +352,9 @@ impl PyTensor {
     }
 
     pub fn setitem(&self, key: &Bound<'_, PyAny>, value: Operand<'_>) -> PyResult<()> {
+        if self.is_meta() {
+            return Ok(()); // torch: writes into meta tensors are no-ops
+        }
         // Candle writes only into tensors without repeated (zero-stride) elements.
         check_writable(self.dims(), self.t.layout().stride())?;
         let items = parse_key(key)?;

@@ -37,7 +37,8 @@ pub fn slice_mut<T: WithDType>(s: &mut CpuStorage) -> PyResult<&mut [T]> {
 
 /// Runs `f` on the storage behind `t` (mutably) with `t`'s layout, under Candle's write lock.
 /// Callers must not hold a read guard on the same storage (it would deadlock): read what you need first.
-pub fn with_storage_mut<R>(t: &Tensor, f: impl FnOnce(&mut CpuStorage, &Layout) -> PyResult<R>) -> PyResult<R> {
+/// Writes into a meta tensor are dropped, as torch drops them (there is no data).
+pub fn with_storage_mut<R: Default>(t: &Tensor, f: impl FnOnce(&mut CpuStorage, &Layout) -> PyResult<R>) -> PyResult<R> {
     struct Op<F, R> {
         f: std::cell::RefCell<Option<F>>,
         out: std::cell::RefCell<Option<PyResult<R>>>,
@@ -55,6 +56,9 @@ pub fn with_storage_mut<R>(t: &Tensor, f: impl FnOnce(&mut CpuStorage, &Layout) 
     }
     if !t.device().is_cpu() {
         return Err(runtime_err("in-place writes are implemented for CPU tensors only so far"));
+    }
+    if super::meta::is_meta(t) {
+        return Ok(R::default());
     }
     let op = Op { f: std::cell::RefCell::new(Some(f)), out: std::cell::RefCell::new(None) };
     t.inplace_op1(&op).py()?;
@@ -224,6 +228,9 @@ fn write_strided<T: Copy>(data: &mut [T], dims: &[usize], strides: &[usize], bas
 impl PyTensor {
     /// `self[...] = src` over the whole tensor: broadcast, cast to our dtype, written in place.
     pub fn assign(&self, src: Operand<'_>) -> PyResult<()> {
+        if self.is_meta() {
+            return Ok(());
+        }
         let l = self.t.layout();
         check_writable(l.dims(), l.stride())?;
         let values = match src {
@@ -292,6 +299,9 @@ impl PyTensor {
 /// `x op= y`: the out-of-place result, checked castable to x's dtype and shape, written into x.
 fn update(x: &PyTensor, other: &Bound<'_, PyAny>, op: super::arith::BinOp, name: &str) -> PyResult<()> {
     let o = super::arith::operand(other, name)?;
+    if x.is_meta() {
+        return Ok(());
+    }
     if update_in_place(x, o.op(), op)? {
         return Ok(());
     }
@@ -461,6 +471,21 @@ impl PyTensor {
     fn data_ptr(&self) -> usize {
         let base = storage_addr(&self.t);
         if base == 0 { 0 } else { base + self.t.layout().start_offset() * self.dtype.itemsize() }
+    }
+    /// The address of the whole storage buffer (equal for tensors that share memory).
+    fn _storage_ptr(&self) -> usize {
+        storage_addr(&self.t)
+    }
+    /// The byte size of the whole storage buffer behind this tensor.
+    fn _storage_nbytes(&self) -> usize {
+        let (s, _) = self.t.storage_and_layout();
+        match &*s {
+            candle_core::Storage::Cpu(c) => {
+                with_dtype!(self.t.dtype(), T => Ok::<usize, PyErr>(c.as_slice::<T>().map_or(0, |x| std::mem::size_of_val(x))))
+                    .unwrap_or(0)
+            }
+            _ => self.t.elem_count() * self.dtype.itemsize(),
+        }
     }
     /// Writes `result` (an op's output) into self: the primitive of the Python-level in-place ops.
     fn _assign_result(&self, result: &PyTensor, op: &str) -> PyResult<()> {

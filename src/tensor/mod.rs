@@ -9,6 +9,7 @@ pub mod index;
 pub mod inplace;
 pub mod kernels;
 pub mod linalg;
+pub mod meta;
 pub mod reduce;
 pub mod select;
 pub mod shape;
@@ -21,7 +22,7 @@ use crate::dtype::{DType, Kind};
 use crate::error::{runtime_err, IntoPyResult};
 use kernels::View;
 
-#[pyclass(name = "Tensor", module = "candle_bind", subclass)]
+#[pyclass(name = "Tensor", module = "candle_bind", subclass, dict, weakref)]
 pub struct PyTensor {
     pub t: Tensor,
     pub dtype: DType,
@@ -122,6 +123,9 @@ impl Scalar {
             (_, DType::BF16) => Tensor::new(half::bf16::from_f64(self.as_f64()), device),
             (_, DType::F32) => Tensor::new(self.as_f64() as f32, device),
             (_, DType::F64) => Tensor::new(self.as_f64(), device),
+            (_, DType::I16) => Tensor::new(self.as_i64() as i16, device),
+            (_, DType::F8E4M3) => Tensor::new(float8::F8E4M3::from_f64(self.as_f64()), device),
+            (_, other) => return Err(other.unsupported()),
         };
         t.py()
     }
@@ -302,6 +306,8 @@ macro_rules! with_dtype {
             candle_core::DType::U8 => { type $T = u8; $body }
             candle_core::DType::I32 => { type $T = i32; $body }
             candle_core::DType::I64 => { type $T = i64; $body }
+            candle_core::DType::I16 => { type $T = i16; $body }
+            candle_core::DType::F8E4M3 => { type $T = float8::F8E4M3; $body }
             candle_core::DType::F16 => { type $T = half::f16; $body }
             candle_core::DType::BF16 => { type $T = half::bf16; $body }
             candle_core::DType::F32 => { type $T = f32; $body }

@@ -338,18 +338,21 @@ super::kernels::multiversion! {
 
 #[pymethods]
 impl PyTensor {
-    #[pyo3(signature = (dim=None, keepdim=false, *, dtype=None))]
-    fn sum(&self, dim: Option<&Bound<'_, PyAny>>, keepdim: bool, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
+    #[pyo3(signature = (dim=None, keepdim=false, *, dtype=None, axis=None, keepdims=None))]
+    fn sum(&self, dim: Option<&Bound<'_, PyAny>>, keepdim: bool, dtype: Option<&Bound<'_, PyAny>>, axis: Option<&Bound<'_, PyAny>>, keepdims: Option<bool>) -> PyResult<PyTensor> {
+        let (dim, keepdim) = (dim.or(axis), keepdim || keepdims.unwrap_or(false));
         let dims = reduce_dims(dim, self.rank())?;
         self.sum_impl(&dims, keepdim, opt_dtype(dtype)?)
     }
-    #[pyo3(signature = (dim=None, keepdim=false, *, dtype=None))]
-    fn nansum(&self, dim: Option<&Bound<'_, PyAny>>, keepdim: bool, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
+    #[pyo3(signature = (dim=None, keepdim=false, *, dtype=None, axis=None, keepdims=None))]
+    fn nansum(&self, dim: Option<&Bound<'_, PyAny>>, keepdim: bool, dtype: Option<&Bound<'_, PyAny>>, axis: Option<&Bound<'_, PyAny>>, keepdims: Option<bool>) -> PyResult<PyTensor> {
+        let (dim, keepdim) = (dim.or(axis), keepdim || keepdims.unwrap_or(false));
         let x = if self.dtype.is_float() { self.nan_to_num_zero()? } else { self.same(self.t.clone()) };
-        x.sum(dim, keepdim, dtype)
+        x.sum(dim, keepdim, dtype, None, None)
     }
-    #[pyo3(signature = (dim=None, keepdim=false, *, dtype=None))]
-    fn mean(&self, dim: Option<&Bound<'_, PyAny>>, keepdim: bool, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
+    #[pyo3(signature = (dim=None, keepdim=false, *, dtype=None, axis=None, keepdims=None))]
+    fn mean(&self, dim: Option<&Bound<'_, PyAny>>, keepdim: bool, dtype: Option<&Bound<'_, PyAny>>, axis: Option<&Bound<'_, PyAny>>, keepdims: Option<bool>) -> PyResult<PyTensor> {
+        let (dim, keepdim) = (dim.or(axis), keepdim || keepdims.unwrap_or(false));
         let dt = opt_dtype(dtype)?.unwrap_or(self.dtype);
         if !dt.is_float() {
             return Err(dtype_err(format!(
@@ -367,8 +370,9 @@ impl PyTensor {
         };
         Ok(PyTensor::new(r.to_dtype(dt.candle()).py()?, dt))
     }
-    #[pyo3(signature = (dim=None, keepdim=false, *, dtype=None))]
-    fn prod(&self, dim: Option<i64>, keepdim: bool, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
+    #[pyo3(signature = (dim=None, keepdim=false, *, dtype=None, axis=None, keepdims=None))]
+    fn prod(&self, dim: Option<i64>, keepdim: bool, dtype: Option<&Bound<'_, PyAny>>, axis: Option<i64>, keepdims: Option<bool>) -> PyResult<PyTensor> {
+        let (dim, keepdim) = (dim.or(axis), keepdim || keepdims.unwrap_or(false));
         let out_dt = opt_dtype(dtype)?.unwrap_or(if self.dtype.is_float() { self.dtype } else { DType::I64 });
         let dims = match dim { None => (0..self.rank()).collect(), Some(d) => vec![norm_dim(d, self.rank())?] };
         let r = if out_dt.is_float() {
@@ -382,38 +386,46 @@ impl PyTensor {
         Ok(PyTensor::new(cast(&r, from, out_dt)?, out_dt))
     }
     /// max(), max(dim, keepdim) → (values, indices), or max(other) → maximum.
-    #[pyo3(signature = (dim=None, keepdim=false))]
-    fn max(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>, keepdim: bool) -> PyResult<Py<PyAny>> {
+    #[pyo3(signature = (dim=None, keepdim=false, *, axis=None, keepdims=None))]
+    fn max(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>, keepdim: bool, axis: Option<&Bound<'_, PyAny>>, keepdims: Option<bool>) -> PyResult<Py<PyAny>> {
+        let (dim, keepdim) = (dim.or(axis), keepdim || keepdims.unwrap_or(false));
         self.extreme_api(py, dim, keepdim, true)
     }
-    #[pyo3(signature = (dim=None, keepdim=false))]
-    fn min(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>, keepdim: bool) -> PyResult<Py<PyAny>> {
+    #[pyo3(signature = (dim=None, keepdim=false, *, axis=None, keepdims=None))]
+    fn min(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>, keepdim: bool, axis: Option<&Bound<'_, PyAny>>, keepdims: Option<bool>) -> PyResult<Py<PyAny>> {
+        let (dim, keepdim) = (dim.or(axis), keepdim || keepdims.unwrap_or(false));
         self.extreme_api(py, dim, keepdim, false)
     }
-    #[pyo3(signature = (dim=None, keepdim=false))]
-    fn amax(&self, dim: Option<&Bound<'_, PyAny>>, keepdim: bool) -> PyResult<PyTensor> {
+    #[pyo3(signature = (dim=None, keepdim=false, *, axis=None, keepdims=None))]
+    fn amax(&self, dim: Option<&Bound<'_, PyAny>>, keepdim: bool, axis: Option<&Bound<'_, PyAny>>, keepdims: Option<bool>) -> PyResult<PyTensor> {
+        let (dim, keepdim) = (dim.or(axis), keepdim || keepdims.unwrap_or(false));
         self.extreme(&reduce_dims(dim, self.rank())?, keepdim, true)
     }
-    #[pyo3(signature = (dim=None, keepdim=false))]
-    fn amin(&self, dim: Option<&Bound<'_, PyAny>>, keepdim: bool) -> PyResult<PyTensor> {
+    #[pyo3(signature = (dim=None, keepdim=false, *, axis=None, keepdims=None))]
+    fn amin(&self, dim: Option<&Bound<'_, PyAny>>, keepdim: bool, axis: Option<&Bound<'_, PyAny>>, keepdims: Option<bool>) -> PyResult<PyTensor> {
+        let (dim, keepdim) = (dim.or(axis), keepdim || keepdims.unwrap_or(false));
         self.extreme(&reduce_dims(dim, self.rank())?, keepdim, false)
     }
-    #[pyo3(signature = (dim=None, keepdim=false))]
-    fn argmax(&self, dim: Option<i64>, keepdim: bool) -> PyResult<PyTensor> {
+    #[pyo3(signature = (dim=None, keepdim=false, *, axis=None, keepdims=None))]
+    fn argmax(&self, dim: Option<i64>, keepdim: bool, axis: Option<i64>, keepdims: Option<bool>) -> PyResult<PyTensor> {
+        let (dim, keepdim) = (dim.or(axis), keepdim || keepdims.unwrap_or(false));
         self.arg_api(dim, keepdim, true)
     }
-    #[pyo3(signature = (dim=None, keepdim=false))]
-    fn argmin(&self, dim: Option<i64>, keepdim: bool) -> PyResult<PyTensor> {
+    #[pyo3(signature = (dim=None, keepdim=false, *, axis=None, keepdims=None))]
+    fn argmin(&self, dim: Option<i64>, keepdim: bool, axis: Option<i64>, keepdims: Option<bool>) -> PyResult<PyTensor> {
+        let (dim, keepdim) = (dim.or(axis), keepdim || keepdims.unwrap_or(false));
         self.arg_api(dim, keepdim, false)
     }
-    #[pyo3(signature = (dim=None, unbiased=None, keepdim=false, *, correction=None))]
-    fn var(&self, dim: Option<&Bound<'_, PyAny>>, unbiased: Option<bool>, keepdim: bool, correction: Option<f64>) -> PyResult<PyTensor> {
+    #[pyo3(signature = (dim=None, unbiased=None, keepdim=false, *, correction=None, axis=None, keepdims=None))]
+    fn var(&self, dim: Option<&Bound<'_, PyAny>>, unbiased: Option<bool>, keepdim: bool, correction: Option<f64>, axis: Option<&Bound<'_, PyAny>>, keepdims: Option<bool>) -> PyResult<PyTensor> {
+        let (dim, keepdim) = (dim.or(axis), keepdim || keepdims.unwrap_or(false));
         let (dim, unbiased) = bool_as_unbiased(dim, unbiased);
         self.var_impl(dim.as_ref(), correction.unwrap_or(if unbiased.unwrap_or(true) { 1.0 } else { 0.0 }), keepdim)
     }
-    #[pyo3(signature = (dim=None, unbiased=None, keepdim=false, *, correction=None))]
-    fn std(&self, dim: Option<&Bound<'_, PyAny>>, unbiased: Option<bool>, keepdim: bool, correction: Option<f64>) -> PyResult<PyTensor> {
-        let v = self.var(dim, unbiased, keepdim, correction)?;
+    #[pyo3(signature = (dim=None, unbiased=None, keepdim=false, *, correction=None, axis=None, keepdims=None))]
+    fn std(&self, dim: Option<&Bound<'_, PyAny>>, unbiased: Option<bool>, keepdim: bool, correction: Option<f64>, axis: Option<&Bound<'_, PyAny>>, keepdims: Option<bool>) -> PyResult<PyTensor> {
+        let (dim, keepdim) = (dim.or(axis), keepdim || keepdims.unwrap_or(false));
+        let v = self.var(dim, unbiased, keepdim, correction, None, None)?;
         v.sqrt()
     }
     /// norm(p=2, dim=None, keepdim=False): p-norms incl. inf, -inf, 0 and 'fro'.
@@ -464,14 +476,16 @@ impl PyTensor {
         })?;
         Ok(PyTensor::new(r.to_dtype(dt.candle()).py()?, dt))
     }
-    #[pyo3(signature = (dim=None, keepdim=false))]
-    fn all(&self, dim: Option<&Bound<'_, PyAny>>, keepdim: bool) -> PyResult<PyTensor> {
+    #[pyo3(signature = (dim=None, keepdim=false, *, axis=None, keepdims=None))]
+    fn all(&self, dim: Option<&Bound<'_, PyAny>>, keepdim: bool, axis: Option<&Bound<'_, PyAny>>, keepdims: Option<bool>) -> PyResult<PyTensor> {
+        let (dim, keepdim) = (dim.or(axis), keepdim || keepdims.unwrap_or(false));
         let b = cast(&self.t, self.dtype, DType::Bool)?;
         let r = rows::<u8, u8, _>(&b, &reduce_dims(dim, self.rank())?, keepdim, |r| r.iter().all(|&x| x != 0) as u8)?;
         Ok(PyTensor::boolean(r))
     }
-    #[pyo3(signature = (dim=None, keepdim=false))]
-    fn any(&self, dim: Option<&Bound<'_, PyAny>>, keepdim: bool) -> PyResult<PyTensor> {
+    #[pyo3(signature = (dim=None, keepdim=false, *, axis=None, keepdims=None))]
+    fn any(&self, dim: Option<&Bound<'_, PyAny>>, keepdim: bool, axis: Option<&Bound<'_, PyAny>>, keepdims: Option<bool>) -> PyResult<PyTensor> {
+        let (dim, keepdim) = (dim.or(axis), keepdim || keepdims.unwrap_or(false));
         let b = cast(&self.t, self.dtype, DType::Bool)?;
         let r = rows::<u8, u8, _>(&b, &reduce_dims(dim, self.rank())?, keepdim, |r| r.iter().any(|&x| x != 0) as u8)?;
         Ok(PyTensor::boolean(r))

@@ -49,7 +49,7 @@ pub trait Key: Copy {
 macro_rules! int_key {
     ($($t:ty),*) => {$(impl Key for $t { fn cmp_key(&self, o: &Self) -> Ordering { self.cmp(o) } })*};
 }
-int_key!(u8, i32, i64);
+int_key!(u8, i16, i32, i64);
 macro_rules! float_key {
     ($($t:ty),*) => {$(impl Key for $t {
         fn cmp_key(&self, o: &Self) -> Ordering {
@@ -57,7 +57,7 @@ macro_rules! float_key {
         }
     })*};
 }
-float_key!(f32, f64, half::f16, half::bf16);
+float_key!(f32, f64, half::f16, half::bf16, float8::F8E4M3);
 
 /// An unsigned key with the same order as `Key` (NaN largest): sorting keys is much faster than
 /// comparing floats through a closure.
@@ -67,6 +67,11 @@ pub trait OrdKey: Copy {
 impl OrdKey for u8 {
     fn ord_key(self) -> u64 {
         self as u64
+    }
+}
+impl OrdKey for i16 {
+    fn ord_key(self) -> u64 {
+        (self as u16 ^ 0x8000) as u64
     }
 }
 impl OrdKey for i32 {
@@ -92,6 +97,11 @@ impl OrdKey for f64 {
     }
 }
 impl OrdKey for half::f16 {
+    fn ord_key(self) -> u64 {
+        self.to_f32().ord_key()
+    }
+}
+impl OrdKey for float8::F8E4M3 {
     fn ord_key(self) -> u64 {
         self.to_f32().ord_key()
     }
@@ -760,6 +770,9 @@ impl PyTensor {
     fn fill_random(&self, dist: Dist) -> PyResult<()> {
         if !self.dtype.is_float() {
             return Err(runtime_err(format!("random fill expects a floating point tensor, got {}", self.dtype.title())));
+        }
+        if self.is_meta() {
+            return Ok(());
         }
         let t = super::creation::random_tensor(self.dims(), self.dtype, &Device::Cpu, dist)?;
         self.assign(Operand::T(&self.same(t)))

@@ -139,6 +139,15 @@ impl PyTensor {
     pub fn view_shape(&self, shape: &[i64]) -> PyResult<PyTensor> {
         let dims = infer_shape(shape, self.numel())?;
         // Candle's reshape copies non-contiguous input, as torch's reshape does.
+        self.reshaped(dims)
+    }
+
+    /// Candle's reshape, except that a meta tensor stays meta (reshaping its broadcast would copy).
+    pub fn reshaped<S: candle_core::shape::ShapeWithOneHole>(&self, dims: S) -> PyResult<PyTensor> {
+        if self.is_meta() {
+            let shape = dims.into_shape(self.numel()).py()?;
+            return self.meta_like(shape.dims());
+        }
         Ok(self.same(self.t.reshape(dims).py()?))
     }
 
@@ -274,11 +283,17 @@ impl PyTensor {
     #[pyo3(signature = (*, memory_format=None))]
     fn clone(&self, memory_format: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
         let _ = memory_format;
+        if self.is_meta() {
+            return self.meta_like(self.dims());
+        }
         Ok(self.same(self.t.copy().py()?))
     }
     #[pyo3(signature = (memory_format=None))]
     fn contiguous(&self, memory_format: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
         let _ = memory_format;
+        if self.is_meta() {
+            return Ok(self.same(self.t.clone()));
+        }
         Ok(self.same(self.t.contiguous().py()?))
     }
 
@@ -305,7 +320,7 @@ impl PyTensor {
         }
         // Where torch makes a strided view that Candle cannot express (a view of a narrowed
         // tensor, say), the result is a copy with the same values.
-        Ok(self.same(self.t.reshape(dims).py()?))
+        Ok(self.reshaped(dims)?)
     }
     fn view_as(&self, other: &PyTensor) -> PyResult<PyTensor> {
         let s: Vec<i64> = other.dims().iter().map(|&d| d as i64).collect();
@@ -368,7 +383,7 @@ impl PyTensor {
     #[pyo3(signature = (start_dim=0, end_dim=-1))]
     fn flatten(&self, start_dim: i64, end_dim: i64) -> PyResult<PyTensor> {
         if self.rank() == 0 {
-            return Ok(self.same(self.t.reshape(1).py()?));
+            return Ok(self.reshaped(1)?);
         }
         let (s, e) = (norm_dim(start_dim, self.rank())?, norm_dim(end_dim, self.rank())?);
         if s > e {
@@ -378,7 +393,7 @@ impl PyTensor {
         let mut out: Vec<usize> = d[..s].to_vec();
         out.push(d[s..=e].iter().product());
         out.extend_from_slice(&d[e + 1..]);
-        Ok(self.same(self.t.reshape(out).py()?))
+        Ok(self.reshaped(out)?)
     }
     fn unflatten(&self, dim: i64, sizes: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
         let d = norm_dim(dim, self.rank())?;
@@ -392,7 +407,7 @@ impl PyTensor {
         let mut out: Vec<usize> = self.dims()[..d].to_vec();
         out.extend(inner);
         out.extend_from_slice(&self.dims()[d + 1..]);
-        Ok(self.same(self.t.reshape(out).py()?))
+        Ok(self.reshaped(out)?)
     }
     #[pyo3(signature = (dim=None))]
     fn squeeze(&self, dim: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
@@ -402,7 +417,7 @@ impl PyTensor {
             Some(d) => dims_arg(d, r)?.into_iter().filter(|&i| r > 0 && self.dims()[i] == 1).collect(),
         };
         let out: Vec<usize> = (0..r).filter(|i| !drop.contains(i)).map(|i| self.dims()[i]).collect();
-        Ok(self.same(self.t.reshape(out).py()?))
+        Ok(self.reshaped(out)?)
     }
     fn unsqueeze(&self, dim: i64) -> PyResult<PyTensor> {
         let d = norm_dim(dim, self.rank() + 1)?;

@@ -9,7 +9,7 @@ from .._C import Tensor
 
 __all__ = [
     "calculate_gain", "constant_", "dirac_", "eye_", "kaiming_normal_", "kaiming_uniform_", "normal_", "ones_",
-    "orthogonal_", "trunc_normal_", "uniform_", "xavier_normal_", "xavier_uniform_", "zeros_",
+    "orthogonal_", "sparse_", "trunc_normal_", "uniform_", "xavier_normal_", "xavier_uniform_", "zeros_",
 ]
 
 
@@ -157,6 +157,18 @@ def orthogonal_(tensor, gain=1, generator=None):
     return tensor
 
 
+def sparse_(tensor, sparsity, std=0.01, generator=None):
+    """A 2-D tensor drawn from N(0, std) with a fraction `sparsity` of each column's rows zeroed."""
+    if tensor.dim() != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    rows, cols = tensor.shape
+    num_zeros = int(math.ceil(sparsity * rows))
+    tensor.normal_(0, std)
+    for col in range(cols):
+        tensor[_C.randperm(rows)[:num_zeros], col] = 0
+    return tensor
+
+
 # torch's deprecated names without the trailing underscore.
 uniform = uniform_
 normal = normal_
@@ -165,3 +177,6 @@ xavier_uniform = xavier_uniform_
 xavier_normal = xavier_normal_
 kaiming_uniform = kaiming_uniform_
 kaiming_normal = kaiming_normal_
+sparse = sparse_
+dirac = dirac_
+eye = eye_

@@ -13,6 +13,9 @@ from ..parameter import Buffer, Parameter
 
 __all__ = ["Module"]
 
+# The state_dict key of what `get_extra_state` returns (torch's name).
+_EXTRA_STATE_KEY_SUFFIX = "_extra_state"
+
 _IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
 
 
@@ -69,7 +72,10 @@ class Module:
         object.__setattr__(self, "_forward_pre_hooks", OrderedDict())
         object.__setattr__(self, "_forward_pre_hooks_with_kwargs", set())
         object.__setattr__(self, "_state_dict_pre_hooks", OrderedDict())
+        object.__setattr__(self, "_state_dict_hooks", OrderedDict())
         object.__setattr__(self, "_load_state_dict_pre_hooks", OrderedDict())
+        object.__setattr__(self, "_load_state_dict_post_hooks", OrderedDict())
+        object.__setattr__(self, "_backward_hooks", OrderedDict())
 
     forward: Callable[..., Any]
 
@@ -139,6 +145,18 @@ class Module:
             if not isinstance(mod, Module):
                 raise AttributeError("`" + item + "` is not an nn.Module")
         return mod
+
+    def set_submodule(self, target: str, module: Module, strict: bool = False) -> None:
+        """Replaces (or, unless `strict`, adds) the submodule at the dotted path `target`."""
+        if target == "":
+            raise ValueError("Cannot set the submodule without a target name!")
+        parent_path, _, name = target.rpartition(".")
+        parent = self.get_submodule(parent_path)
+        if strict and not hasattr(parent, name):
+            raise AttributeError(parent._get_name() + " has no attribute `" + name + "`")
+        if not isinstance(module, Module):
+            raise TypeError(f"`module` is not an nn.Module, found {type(module)}")
+        setattr(parent, name, module)
 
     def get_parameter(self, target: str) -> Parameter:
         mod_path, _, name = target.rpartition(".")
@@ -268,6 +286,46 @@ class Module:
             self._forward_hooks.move_to_end(handle.id, last=False)
         return handle
 
+    def register_full_backward_hook(self, hook, prepend: bool = False) -> RemovableHandle:
+        """Accepted for scripts that register one; backward never runs here."""
+        handle = RemovableHandle(self._backward_hooks)
+        self._backward_hooks[handle.id] = hook
+        return handle
+
+    register_full_backward_pre_hook = register_backward_hook = register_full_backward_hook
+
+    def register_state_dict_pre_hook(self, hook) -> RemovableHandle:
+        """`hook(module, prefix, keep_vars)` runs before this module's state_dict entries are saved."""
+        handle = RemovableHandle(self._state_dict_pre_hooks)
+        self._state_dict_pre_hooks[handle.id] = hook
+        return handle
+
+    def register_state_dict_post_hook(self, hook) -> RemovableHandle:
+        """`hook(module, state_dict, prefix, local_metadata)` after; it may edit the dict in place."""
+        handle = RemovableHandle(self._state_dict_hooks)
+        self._state_dict_hooks[handle.id] = hook
+        return handle
+
+    _register_state_dict_hook = register_state_dict_post_hook
+
+    def register_load_state_dict_pre_hook(self, hook) -> RemovableHandle:
+        """`hook(module, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+        error_msgs)` runs before this module's entries are checked; it may edit `state_dict`."""
+        handle = RemovableHandle(self._load_state_dict_pre_hooks)
+        self._load_state_dict_pre_hooks[handle.id] = hook
+        return handle
+
+    def _register_load_state_dict_pre_hook(self, hook, with_module: bool = False) -> RemovableHandle:
+        if with_module:
+            return self.register_load_state_dict_pre_hook(hook)
+        return self.register_load_state_dict_pre_hook(lambda module, *args: hook(*args))
+
+    def register_load_state_dict_post_hook(self, hook) -> RemovableHandle:
+        """`hook(module, incompatible_keys)` after loading; it may edit the key lists in place."""
+        handle = RemovableHandle(self._load_state_dict_post_hooks)
+        self._load_state_dict_post_hooks[handle.id] = hook
+        return handle
+
     # ----------------------------------------------------------------- traversal
     def _named_members(self, get_members_fn, prefix="", recurse=True, remove_duplicate: bool = True):
         memo = set()
@@ -348,9 +406,10 @@ class Module:
     def zero_grad(self, set_to_none: bool = True) -> None:
         """No autograd: there are no gradients to clear."""
 
-    def _apply(self, fn: Callable[[Tensor], Tensor]) -> Module:
-        for module in self.children():
-            module._apply(fn)
+    def _apply(self, fn: Callable[[Tensor], Tensor], recurse: bool = True) -> Module:
+        if recurse:
+            for module in self.children():
+                module._apply(fn)
         for key, param in self._parameters.items():
             if param is not None:
                 param.data = fn(param)
@@ -382,6 +441,13 @@ class Module:
             return out
 
         return self._apply(convert)
+
+    def to_empty(self, *, device=None, recurse: bool = True) -> Module:
+        """Moves parameters and buffers to `device` without copying their values (uninitialised
+        memory, as torch): how a model built on the meta device gets real storage."""
+        from ... import empty_like
+
+        return self._apply(lambda t: empty_like(t, device=device), recurse=recurse)
 
     def cpu(self) -> Module:
         return self._apply(lambda t: t.cpu())
@@ -426,16 +492,34 @@ class Module:
         if destination is None:
             destination = OrderedDict()
             destination._metadata = OrderedDict()
+        local_metadata = {"version": self._version}
         if hasattr(destination, "_metadata"):
-            destination._metadata[prefix[:-1]] = {"version": self._version}
+            destination._metadata[prefix[:-1]] = local_metadata
+        for hook in self._state_dict_pre_hooks.values():
+            hook(self, prefix, keep_vars)
         self._save_to_state_dict(destination, prefix, keep_vars)
+        if type(self).get_extra_state is not Module.get_extra_state:
+            destination[prefix + _EXTRA_STATE_KEY_SUFFIX] = self.get_extra_state()
         for name, module in self._modules.items():
             if module is not None:
                 module.state_dict(destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars)
+        for hook in self._state_dict_hooks.values():
+            result = hook(self, destination, prefix, local_metadata)
+            if result is not None:
+                destination = result
         return destination
+
+    def get_extra_state(self) -> Any:
+        """Override to save extra (picklable) state under `<prefix>_extra_state`."""
+        raise RuntimeError("Reached a code path in Module.get_extra_state() that should never be called.")
+
+    def set_extra_state(self, state: Any) -> None:
+        raise RuntimeError("Reached a code path in Module.set_extra_state() that should never be called.")
 
     def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs, plan):
         """Checks this module's own entries and records the copies to make in `plan` (no writes)."""
+        for hook in self._load_state_dict_pre_hooks.values():
+            hook(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs)
         persistent_buffers = {k: v for k, v in self._buffers.items() if k not in self._non_persistent_buffers_set}
         local_state = {k: v for k, v in itertools.chain(self._parameters.items(), persistent_buffers.items()) if v is not None}
         for name, param in local_state.items():
@@ -455,11 +539,20 @@ class Module:
                     f"the shape in current model is {param.shape}.")
                 continue
             plan.append((self, name, param, input_param))
+        extra_key = prefix + _EXTRA_STATE_KEY_SUFFIX
+        if type(self).set_extra_state is not Module.set_extra_state:
+            if extra_key in state_dict:
+                plan.append((self, _EXTRA_STATE_KEY_SUFFIX, None, state_dict[extra_key]))
+            elif strict:
+                missing_keys.append(extra_key)
+        elif strict and extra_key in state_dict:
+            unexpected_keys.append(extra_key)
         if strict:
             for key in state_dict.keys():
                 if key.startswith(prefix):
                     input_name = key[len(prefix):].split(".", 1)
-                    if input_name[0] not in self._modules and input_name[0] not in local_state:
+                    if input_name[0] not in self._modules and input_name[0] not in local_state \
+                            and input_name[0] != _EXTRA_STATE_KEY_SUFFIX:
                         unexpected_keys.append(key)
 
     def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
@@ -492,7 +585,9 @@ class Module:
             raise RuntimeError("Error(s) in loading state_dict for {}:\n\t{}".format(self.__class__.__name__, "\n\t".join(error_msgs)))
         # Every check passed: now write. Casting to each parameter's dtype happens in the copy.
         for module, name, param, value in plan:
-            if assign:
+            if name == _EXTRA_STATE_KEY_SUFFIX and param is None:
+                module.set_extra_state(value)
+            elif assign:
                 new = value.to(param.device)
                 if name in module._parameters:
                     module._parameters[name] = Parameter(new, requires_grad=param.requires_grad)
@@ -500,7 +595,11 @@ class Module:
                     module._buffers[name] = new
             else:
                 param.copy_(value)
-        return _IncompatibleKeys(missing_keys, unexpected_keys)
+        result = _IncompatibleKeys(missing_keys, unexpected_keys)
+        for module in self.modules():
+            for hook in module._load_state_dict_post_hooks.values():
+                hook(module, result)
+        return result
 
     # ----------------------------------------------------------------- repr
     def extra_repr(self) -> str:

@@ -14,7 +14,8 @@ import candle_bind
 
 __all__ = [
     "BatchSampler", "ConcatDataset", "DataLoader", "Dataset", "IterableDataset", "RandomSampler",
-    "Sampler", "SequentialSampler", "Subset", "TensorDataset", "default_collate", "random_split",
+    "Sampler", "SequentialSampler", "Subset", "SubsetRandomSampler", "TensorDataset", "WeightedRandomSampler",
+    "default_collate", "random_split",
 ]
 
 
@@ -131,6 +132,33 @@ class RandomSampler(Sampler):
         while len(out) < self.num_samples:
             out += candle_bind.randperm(n).tolist()
         return iter(out[: self.num_samples])
+
+    def __len__(self):
+        return self.num_samples
+
+
+class SubsetRandomSampler(Sampler):
+    """The given indices in a random order."""
+
+    def __init__(self, indices, generator=None):
+        self.indices = indices
+
+    def __iter__(self):
+        return iter([self.indices[i] for i in candle_bind.randperm(len(self.indices)).tolist()])
+
+    def __len__(self):
+        return len(self.indices)
+
+
+class WeightedRandomSampler(Sampler):
+    """Indices 0..len(weights)-1 drawn with probability proportional to the weights."""
+
+    def __init__(self, weights, num_samples, replacement=True, generator=None):
+        self.weights = candle_bind.as_tensor(weights, dtype=candle_bind.float64)
+        self.num_samples, self.replacement = num_samples, replacement
+
+    def __iter__(self):
+        return iter(self.weights.multinomial(self.num_samples, self.replacement).tolist())
 
     def __len__(self):
         return self.num_samples

@@ -1,0 +1,35 @@
+"""torch.ops: operators by namespace. `torch.ops.<ns>.<name>` are the ones `torch.library`
+registered; torch's own (`aten`, ...) are not available and say so."""
+
+from __future__ import annotations
+
+import types
+
+__all__ = ["load_library"]
+
+
+class _OpNamespace(types.ModuleType):
+    def __init__(self, name: str):
+        super().__init__(f"torch.ops.{name}")
+        self._ns = name
+
+    def __getattr__(self, op):
+        from .library import _OPS
+
+        found = _OPS.get(f"{self._ns}::{op}")
+        if found is None or op.startswith("__"):
+            raise AttributeError(f"torch.ops.{self._ns}.{op} is not supported by candle_bind yet")
+        return found
+
+
+_namespaces: dict = {}
+
+
+def __getattr__(name: str):
+    if name.startswith("__"):
+        raise AttributeError(name)
+    return _namespaces.setdefault(name, _OpNamespace(name))
+
+
+def load_library(path) -> None:
+    raise RuntimeError(f"torch.ops.load_library({path!r}): candle_bind cannot load torch C++ extensions")

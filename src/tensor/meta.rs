@@ -1,0 +1,94 @@
+//! torch's meta device: tensors with a shape and a dtype but no data, for building a model before
+//! its weights are loaded (Hugging Face `from_pretrained` builds every model this way).
+//!
+//! A meta tensor is a broadcast (all strides 0) of one shared zero per storage dtype, so it costs
+//! no memory whatever its shape, and a tensor is meta exactly when it views that shared storage:
+//! views of meta tensors (narrow, expand, transpose, indexing) stay meta without further work.
+//! Ops that have no meta rule compute on the placeholder zeros; writes into meta tensors are
+//! dropped (torch: no-ops), and reading values out raises.
+
+use std::sync::OnceLock;
+
+use candle_core::{DType as CDType, Device, Storage, Tensor};
+use pyo3::prelude::*;
+
+use super::PyTensor;
+use crate::dtype::DType;
+use crate::error::{runtime_err, IntoPyResult};
+
+const STORAGE_DTYPES: [CDType; 9] = [
+    CDType::U8,
+    CDType::I16,
+    CDType::I32,
+    CDType::I64,
+    CDType::F8E4M3,
+    CDType::F16,
+    CDType::BF16,
+    CDType::F32,
+    CDType::F64,
+];
+
+static ZEROS: OnceLock<Vec<Tensor>> = OnceLock::new();
+
+fn zeros() -> &'static [Tensor] {
+    ZEROS.get_or_init(|| {
+        STORAGE_DTYPES.iter().filter_map(|d| Tensor::zeros((), *d, &Device::Cpu).ok()).collect()
+    })
+}
+
+fn zero_of(d: CDType) -> Option<&'static Tensor> {
+    zeros().iter().find(|t| t.dtype() == d)
+}
+
+fn storage_addr(t: &Tensor) -> usize {
+    let (s, _) = t.storage_and_layout();
+    &*s as *const Storage as usize
+}
+
+/// Whether `t` is a meta tensor (it views the shared meta storage of its dtype).
+pub fn is_meta(t: &Tensor) -> bool {
+    // Data-holding tensors of more than one element have a nonzero stride: no lock needed for them.
+    if t.elem_count() > 1 && t.layout().stride().iter().any(|s| *s != 0) {
+        return false;
+    }
+    match zero_of(t.dtype()) {
+        Some(z) => t.device().is_cpu() && storage_addr(t) == storage_addr(z),
+        None => false,
+    }
+}
+
+/// A meta tensor of `dims` and `dtype`.
+pub fn meta_tensor(dims: &[usize], dtype: DType) -> PyResult<PyTensor> {
+    let z = zero_of(dtype.candle()).ok_or_else(|| dtype.unsupported())?;
+    Ok(PyTensor::new(z.broadcast_as(dims).py()?, dtype))
+}
+
+/// The error for reading a meta tensor's values.
+pub fn no_data(what: &str) -> PyErr {
+    runtime_err(format!("{what} cannot be called on meta tensors: they have no data"))
+}
+
+impl PyTensor {
+    pub fn is_meta(&self) -> bool {
+        is_meta(&self.t)
+    }
+    /// A meta tensor like this one with other dims (shape ops on meta tensors).
+    pub fn meta_like(&self, dims: &[usize]) -> PyResult<PyTensor> {
+        meta_tensor(dims, self.dtype)
+    }
+    /// Errors if this tensor is meta (before reading its values out).
+    pub fn check_data(&self, what: &str) -> PyResult<()> {
+        if self.is_meta() {
+            return Err(no_data(what));
+        }
+        Ok(())
+    }
+}
+
+#[pymethods]
+impl PyTensor {
+    #[getter(is_meta)]
+    fn py_is_meta(&self) -> bool {
+        self.is_meta()
+    }
+}
