@@ -210,10 +210,34 @@ impl DType {
         match kind {
             Kind::Bool => DType::Bool,
             Kind::Int => DType::I64,
-            Kind::Float => DType::F32,
-            Kind::Complex => DType::C64,
+            Kind::Float => default_float(),
+            Kind::Complex => if default_float() == DType::F64 { DType::C128 } else { DType::C64 },
         }
     }
+}
+
+/// torch.set_default_dtype's dtype: what float factories and Python floats give (float32 unless set).
+static DEFAULT_FLOAT: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(DType::F32 as u8);
+
+pub fn default_float() -> DType {
+    ALL[DEFAULT_FLOAT.load(std::sync::atomic::Ordering::Relaxed) as usize]
+}
+
+/// torch.set_default_dtype: float16, bfloat16, float32 or float64.
+#[pyfunction]
+pub fn set_default_dtype(d: &Bound<'_, PyAny>) -> PyResult<()> {
+    let d = extract_dtype(d)?;
+    if !matches!(d, DType::F16 | DType::BF16 | DType::F32 | DType::F64) {
+        return Err(type_err(format!("only floating-point types are supported as the default type, got {}", d.name())));
+    }
+    DEFAULT_FLOAT.store(d as u8, std::sync::atomic::Ordering::Relaxed);
+    Ok(())
+}
+
+/// torch.get_default_dtype.
+#[pyfunction]
+pub fn get_default_dtype(py: Python<'_>) -> PyResult<Py<PyDType>> {
+    PyDType::object(py, default_float())
 }
 
 /// `candle_bind.dtype`: one canonical object per dtype, so `x.dtype is candle_bind.float32` holds.

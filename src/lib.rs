@@ -64,7 +64,7 @@ mod candle_bind_c {
     #[pymodule_export]
     use crate::device::{cuda_device_count, cuda_is_available, get_default_device, set_default_device, PyDevice};
     #[pymodule_export]
-    use crate::dtype::PyDType;
+    use crate::dtype::{get_default_dtype, set_default_dtype, PyDType};
     #[pymodule_export]
     use crate::error::{CandleError, DTypeError, DeviceError, ShapeError};
     #[pymodule_export]
@@ -76,7 +76,7 @@ mod candle_bind_c {
     #[pymodule_export]
     use crate::tensor::creation::{
         arange, as_tensor, empty, empty_like, eye, full, full_like, manual_seed, ones, ones_like, rand, rand_like,
-        randint, randn, randn_like, randperm, seed, tensor, zeros, zeros_like,
+        randint, randn, randn_like, randperm, rng_state, seed, set_rng_state, tensor, zeros, zeros_like,
     };
     #[pymodule_export]
     use crate::nn::activation::{

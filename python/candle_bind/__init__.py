@@ -28,6 +28,7 @@ from ._C import (
     full,
     full_like,
     get_default_device,
+    get_default_dtype,
     get_num_threads,
     manual_seed,
     ones,
@@ -42,6 +43,7 @@ from ._C import (
     result_type,
     seed,
     set_default_device,
+    set_default_dtype,
     set_num_threads,
     stack,
     tensor,
@@ -57,6 +59,7 @@ from ._tensor import _typed_tensors
 
 globals().update(_typed_tensors())
 from . import _ops
+from . import _pointwise
 from ._runtime import (  # noqa: F401
     Generator,
     are_deterministic_algorithms_enabled,
@@ -69,7 +72,6 @@ from ._runtime import (  # noqa: F401
     layout,
     memory_format,
     preserve_format,
-    set_default_dtype,
     set_float32_matmul_precision,
     set_warn_always,
     sparse_coo,
@@ -179,7 +181,14 @@ for _name in _METHOD_FUNCTIONS:
     globals()[_name] = getattr(Tensor, _name)
 for _name in _ops.FUNCTIONS:
     globals()[_name] = getattr(_ops, _name)
-del _name
+for _name in _pointwise.FUNCTIONS:
+    globals()[_name] = getattr(_pointwise, _name)
+for _name, _target in _pointwise.ALIASES.items():
+    globals()[_name] = getattr(Tensor, _target)
+for _name in _pointwise.OUT_FUNCTIONS:
+    globals()[_name] = _pointwise._with_out(globals()[_name])
+_grouped_mm = _ops.grouped_mm
+del _name, _target
 
 
 def max(input, dim=None, keepdim=False, *, out=None):  # noqa: A001
@@ -321,17 +330,17 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False)
     if steps == 0:
         return empty(0, dtype=dtype, device=device)
     if steps == 1:
-        return full((1,), _builtins.float(start), dtype=dtype or float32, device=device)
+        return full((1,), _builtins.float(start), dtype=dtype or get_default_dtype(), device=device)
     step = (end - start) / (steps - 1)
     half_n = steps // 2
     vals = [start + step * i if i < half_n else end - step * (steps - 1 - i) for i in range(steps)]
-    return tensor(vals, dtype=dtype or float32, device=device)
+    return tensor(vals, dtype=dtype or get_default_dtype(), device=device)
 
 
 def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
     lin = linspace(start, end, steps, dtype=float64, device=device)
     out = _C.full((), base, dtype=float64) ** lin if steps else lin
-    return out.to(dtype or float32)
+    return out.to(dtype or get_default_dtype())
 
 
 # ---- dtype info ----
@@ -380,7 +389,7 @@ class iinfo(_NamedTuple):
     def _of(cls, d):
         table = {"uint8": (8, 255, 0), "int8": (8, 127, -128), "int16": (16, 2**15 - 1, -(2**15)),
                  "uint16": (16, 2**16 - 1, 0), "uint32": (32, 2**32 - 1, 0), "uint64": (64, 2**64 - 1, 0),
-                 "int32": (32, 2**31 - 1, -(2**31)), "int64": (64, 2**63 - 1, -(2**63)), "bool": (8, 1, 0)}
+                 "int32": (32, 2**31 - 1, -(2**31)), "int64": (64, 2**63 - 1, -(2**63))}
         name = repr(d).rsplit(".", 1)[-1]
         if name not in table:
             raise TypeError("torch.iinfo() requires an integer input type. Use torch.finfo to handle 'torch.iinfo'")
@@ -397,10 +406,6 @@ def finfo(type=None):  # type: ignore[no-redef]  # noqa: A002, F811
 
 def iinfo(type):  # type: ignore[no-redef]  # noqa: A002, F811
     return _iinfo_cls._of(type)
-
-
-def get_default_dtype():
-    return float32
 
 
 def is_grad_enabled() -> _builtins.bool:
@@ -523,7 +528,7 @@ __all__ = [
     "ones_like", "promote_types", "allclose", "isclose", "set_printoptions", "rand", "rand_like", "randint", "randn", "randn_like", "randperm",
     "result_type", "return_types", "seed", "set_grad_enabled", "set_num_threads", "stack", "tensor", "uint8",
     "vstack", "where", "zeros", "zeros_like", "get_num_interop_threads", "set_num_interop_threads",
-    *_METHOD_FUNCTIONS, *_ops.FUNCTIONS,
+    *_METHOD_FUNCTIONS, *_ops.FUNCTIONS, *_pointwise.FUNCTIONS, *_pointwise.ALIASES,
 ]
 
 

@@ -313,6 +313,30 @@ def as_strided(input, size, stride, storage_offset=None):
     return flat[idx.reshape(-1)].reshape(*size) if idx.numel() else _C.empty(*size, dtype=input.dtype)
 
 
+def unfold(input, dimension, size, step):
+    """Tensor.unfold: every window of `size` along `dimension`, `step` apart, as a new last dim (a
+    copy here; torch returns an overlapping view)."""
+    d = dimension + input.dim() if dimension < 0 else dimension
+    if input.dim() == 0:
+        return input.reshape(1)
+    length = input.shape[d]
+    if size > length:
+        raise RuntimeError(f"maximum size for tensor at dimension {d} is {length} but size is {size}")
+    if step <= 0:
+        raise RuntimeError(f"step is {step} but must be > 0")
+    n = (length - size) // step + 1
+    idx = (_C.arange(n).unsqueeze(1) * step + _C.arange(size).unsqueeze(0)).reshape(-1)
+    windows = input.index_select(d, idx)
+    shape = list(input.shape)
+    shape[d:d + 1] = [n, size]
+    return windows.reshape(shape).movedim(d + 1, -1)
+
+
+def to_dense(self, dtype=None, *, masked_grad=None):
+    """Tensors here are always dense: the tensor itself (in `dtype` if given)."""
+    return self if dtype is None else self.to(dtype)
+
+
 def diff(input, n=1, dim=-1, prepend=None, append=None):
     if prepend is not None or append is not None:
         parts = [p if p.dim() else p.expand(*[1 if d == dim % input.dim() else s for d, s in enumerate(input.shape)])
@@ -486,6 +510,46 @@ def dist(input, other, p=2):
 # ---- reductions ----
 
 
+def histc(input, bins=100, min=0, max=0, *, out=None):  # noqa: A002 - torch's names
+    """Counts of the values in `bins` equal-width bins over [min, max] (the data's range when both are
+    0); values outside are dropped, `max` itself falls in the last bin. Float input, float counts."""
+    if not input.is_floating_point():
+        raise RuntimeError(f"\"histogram_cpu\" not implemented for '{repr(input.dtype).rsplit('.', 1)[-1].title()}'")
+    x = input.reshape(-1).double()
+    lo, hi = float(min), float(max)
+    if lo == hi and x.numel():
+        lo, hi = x.min().item(), x.max().item()
+    if lo == hi:
+        lo, hi = lo - 1, hi + 1
+    if lo > hi:
+        raise RuntimeError("torch.histc: max must be larger than min")
+    x = x[(x >= lo) & (x <= hi)]
+    idx = ((x - lo) * (bins / (hi - lo))).floor().long().clamp(0, bins - 1)
+    counts = idx.bincount(minlength=bins).to(input.dtype)
+    return counts if out is None else out.copy_(counts)
+
+
+def grouped_mm(mat_a, mat_b, *, offs=None, bias=None, out_dtype=None):
+    """torch's grouped matmul in the mixture-of-experts layout: rows offs[g-1]:offs[g] of a 2-D
+    `mat_a` times `mat_b[g]` (3-D); rows past offs[-1] are zeros."""
+    if mat_a.dim() != 2 or mat_b.dim() != 3 or offs is None:
+        raise NotImplementedError("grouped_mm: candle_bind implements the 2-D x 3-D form with offs")
+    ends = offs.tolist()
+    if len(ends) != mat_b.shape[0]:
+        raise RuntimeError(f"grouped_mm: offs has {len(ends)} groups but mat_b has {mat_b.shape[0]}")
+    pieces, start = [], 0
+    for g, end in enumerate(ends):
+        if end > start:
+            pieces.append(mat_a[start:end] @ mat_b[g])
+        start = end
+    if start < mat_a.shape[0] or not pieces:
+        pieces.append(mat_a.new_zeros(mat_a.shape[0] - start, mat_b.shape[2]))
+    result = _C.cat(pieces, 0)
+    if bias is not None:
+        raise NotImplementedError("grouped_mm: bias is not supported yet")
+    return result if out_dtype is None else result.to(out_dtype)
+
+
 def aminmax(input, *, dim=None, keepdim=False):
     if dim is None:
         lo, hi = input.amin(), input.amax()
@@ -657,13 +721,13 @@ METHODS = (
     "as_strided", "diff", "atan2", "arctan2", "hypot", "logaddexp", "logaddexp2", "exp2", "frac", "sgn", "asinh",
     "acosh", "atanh", "arcsinh", "arccosh", "arctanh", "float_power", "fmax", "fmin", "bitwise_not",
     "logcumsumexp", "equal", "is_nonzero", "is_complex", "aminmax", "nanmean", "median", "quantile",
-    "unique_consecutive", "index_put_", "index_put", "type",
+    "unique_consecutive", "index_put_", "index_put", "type", "histc", "unfold", "to_dense",
 )
 
-FUNCTIONS = tuple(m for m in METHODS if m != "type") + (
+FUNCTIONS = tuple(m for m in METHODS if m not in ("type", "unfold", "to_dense")) + (
     "chain_matmul", "tensordot", "broadcast_tensors", "column_stack", "dstack", "meshgrid", "block_diag",
     "cartesian_prod", "tril_indices", "triu_indices", "isin", "can_cast", "cdist", "dist", "std_mean", "var_mean",
-    "normal", "randint_like",
+    "normal", "randint_like", "grouped_mm",
 )
 
 

@@ -7,8 +7,7 @@ from __future__ import annotations
 from . import _C
 
 __all__ = ["compile", "Generator", "set_float32_matmul_precision", "get_float32_matmul_precision",
-           "use_deterministic_algorithms", "are_deterministic_algorithms_enabled", "set_default_dtype",
-           "get_default_dtype", "memory_format", "contiguous_format", "channels_last", "channels_last_3d",
+           "use_deterministic_algorithms", "are_deterministic_algorithms_enabled", "memory_format", "contiguous_format", "channels_last", "channels_last_3d",
            "preserve_format", "layout", "strided", "sparse_coo", "sparse_csr", "set_warn_always", "is_warn_always_enabled"]
 
 
@@ -39,12 +38,14 @@ class Generator:
         return self._seed
 
     def get_state(self):
-        from . import tensor, uint8
+        from .random import get_rng_state
 
-        return tensor(list(self._seed.to_bytes(8, "little", signed=False)), dtype=uint8)
+        return get_rng_state()
 
     def set_state(self, state):
-        self.manual_seed(int.from_bytes(bytes(state.tolist()), "little"))
+        from .random import set_rng_state
+
+        set_rng_state(state)
         return self
 
 
@@ -78,15 +79,6 @@ def set_warn_always(b: bool) -> None:
 
 def is_warn_always_enabled() -> bool:
     return _warn_always[0]
-
-
-def set_default_dtype(d) -> None:
-    if d != _C.float32:
-        raise NotImplementedError("torch.set_default_dtype: candle_bind keeps float32 as the default float dtype")
-
-
-def get_default_dtype():
-    return _C.float32
 
 
 class memory_format:

@@ -41,9 +41,53 @@ def _install() -> None:
     Tensor.unique = unique
     Tensor.isclose = isclose
     Tensor.allclose = allclose
-    # copy.deepcopy (used by nn.TransformerEncoder to clone layers) and copy.copy.
-    Tensor.__deepcopy__ = lambda self, memo: memo.setdefault(id(self), self.clone())
+    # copy.deepcopy (nn.TransformerEncoder clones layers, transformers deep-copies configs and
+    # models), copy.copy and pickle: values, dtype, device, requires_grad and attributes.
+    Tensor.__deepcopy__ = _deepcopy
     Tensor.__copy__ = lambda self: self.clone()
+    Tensor.__reduce_ex__ = _reduce_ex
+
+
+def _deepcopy(self, memo):
+    if id(self) not in memo:
+        new = self.clone()
+        new.requires_grad = self.requires_grad
+        memo[id(self)] = new
+        if self.__dict__:
+            import copy
+
+            new.__dict__.update(copy.deepcopy(self.__dict__, memo))
+    return memo[id(self)]
+
+
+def _reduce_ex(self, proto):
+    """Pickled by value: a numpy array of the values (16-bit and 8-bit floats as float32, which
+    holds them exactly), or only the shape for meta tensors."""
+    from . import _C
+
+    dtype = repr(self.dtype).rsplit(".", 1)[-1]
+    device = str(self.device)
+    if self.is_meta:
+        data = None
+    else:
+        x = self.cpu()
+        data = (x.float() if dtype in ("bfloat16", "float8_e4m3fn") else x).numpy().copy()
+    args = (data, dtype, tuple(self.shape), device, self.requires_grad)
+    return (_rebuild_tensor, args, dict(self.__dict__) or None)
+
+
+def _rebuild_tensor(data, dtype, shape, device, requires_grad):
+    from . import _C, empty, from_numpy
+
+    d = getattr(_C, dtype)
+    if data is None:
+        t = empty(*shape, dtype=d, device=device)
+    else:
+        t = from_numpy(data).to(d).reshape(shape)
+        if device != "cpu":
+            t = t.to(device)
+    t.requires_grad = requires_grad
+    return t
 
 
 def unique(self, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002 - torch's names

@@ -1,6 +1,6 @@
-"""torch.random: the global generator. Its state is a seed: `get_rng_state()` reseeds the stream
-with a fresh seed drawn from it and returns that seed (8 bytes), so `set_rng_state` replays exactly
-what followed (the numbers are candle_bind's stream, not torch's)."""
+"""torch.random: the global generator (ChaCha12; its numbers are candle_bind's stream, not torch's).
+`get_rng_state()` is its whole state as a uint8 tensor, so `set_rng_state` replays exactly what
+followed, and `fork_rng` leaves the stream outside the block untouched."""
 
 from __future__ import annotations
 
@@ -31,13 +31,11 @@ def initial_seed() -> int:
 
 
 def get_rng_state():
-    fresh = int(_C.randint(0, 2**62, (1,)).item())
-    _C.manual_seed(fresh)
-    return _C.tensor(list(fresh.to_bytes(8, "little")), dtype=_C.uint8)
+    return _C.tensor(list(_C.rng_state()), dtype=_C.uint8)
 
 
 def set_rng_state(new_state) -> None:
-    _C.manual_seed(int.from_bytes(bytes(new_state.tolist()), "little"))
+    _C.set_rng_state(bytes(new_state.tolist()))
 
 
 @contextlib.contextmanager

@@ -109,6 +109,8 @@ pub fn from_numpy_any(ob: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
         from_typed::<i32>(ob, DType::I32)
     } else if dt.is_equiv_to(&numpy::dtype::<u8>(py)) {
         from_typed::<u8>(ob, DType::U8)
+    } else if dt.is_equiv_to(&numpy::dtype::<i16>(py)) {
+        from_typed::<i16>(ob, DType::I16)
     } else if dt.is_equiv_to(&numpy::dtype::<half::f16>(py)) {
         from_typed::<half::f16>(ob, DType::F16)
     } else if dt.is_equiv_to(&numpy::dtype::<bool>(py)) {
@@ -117,7 +119,7 @@ pub fn from_numpy_any(ob: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
         Ok(PyTensor::boolean(t.t))
     } else {
         Err(type_err(format!(
-            "can't convert np.ndarray of type {}. The only supported types are: float64, float32, float16, int64, int32, uint8, and bool.",
+            "can't convert np.ndarray of type {}. The only supported types are: float64, float32, float16, int64, int32, int16, uint8, and bool.",
             dt.str()?
         )))
     }

@@ -13,26 +13,56 @@ use crate::device::{opt_device, opt_place, Place};
 use crate::dtype::{opt_dtype, DType, Kind};
 use crate::error::{runtime_err, type_err, IntoPyResult};
 
-static RNG: Mutex<Option<::rand::rngs::StdRng>> = Mutex::new(None);
+/// The global generator: ChaCha12 (rand's StdRng algorithm, the same stream for a seed), named
+/// directly so that its whole state can be read and restored (`get_rng_state`).
+type Rng12 = rand_chacha::ChaCha12Rng;
+
+static RNG: Mutex<Option<Rng12>> = Mutex::new(None);
 const DEFAULT_SEED: u64 = 67280421310721;
 
 /// Runs `f` with the global generator (seeded with torch's default seed until `manual_seed`).
-pub(crate) fn with_rng<T>(f: impl FnOnce(&mut ::rand::rngs::StdRng) -> T) -> T {
+pub(crate) fn with_rng<T>(f: impl FnOnce(&mut Rng12) -> T) -> T {
     let mut g = RNG.lock().unwrap_or_else(|p| p.into_inner());
-    f(g.get_or_insert_with(|| ::rand::rngs::StdRng::seed_from_u64(DEFAULT_SEED)))
+    f(g.get_or_insert_with(|| Rng12::seed_from_u64(DEFAULT_SEED)))
 }
 
 #[pyfunction]
 pub fn manual_seed(seed: i64) -> i64 {
-    *RNG.lock().unwrap_or_else(|p| p.into_inner()) = Some(::rand::rngs::StdRng::seed_from_u64(seed as u64));
+    *RNG.lock().unwrap_or_else(|p| p.into_inner()) = Some(Rng12::seed_from_u64(seed as u64));
     seed
 }
 
 #[pyfunction]
 pub fn seed() -> u64 {
     let s: u64 = ::rand::random();
-    *RNG.lock().unwrap_or_else(|p| p.into_inner()) = Some(::rand::rngs::StdRng::seed_from_u64(s));
+    *RNG.lock().unwrap_or_else(|p| p.into_inner()) = Some(Rng12::seed_from_u64(s));
     s
+}
+
+/// The generator's whole state as 56 bytes: key (32), stream (8), position in words (16).
+#[pyfunction]
+pub fn rng_state() -> Vec<u8> {
+    with_rng(|g| {
+        let mut out = g.get_seed().to_vec();
+        out.extend_from_slice(&g.get_stream().to_le_bytes());
+        out.extend_from_slice(&g.get_word_pos().to_le_bytes());
+        out
+    })
+}
+
+/// Restores a state from `rng_state`.
+#[pyfunction]
+pub fn set_rng_state(state: Vec<u8>) -> PyResult<()> {
+    if state.len() != 56 {
+        return Err(runtime_err(format!("RNG state must be 56 bytes (from get_rng_state), got {}", state.len())));
+    }
+    let mut key = [0u8; 32];
+    key.copy_from_slice(&state[..32]);
+    let mut g = Rng12::from_seed(key);
+    g.set_stream(u64::from_le_bytes(state[32..40].try_into().map_err(|_| runtime_err("bad RNG state"))?));
+    g.set_word_pos(u128::from_le_bytes(state[40..56].try_into().map_err(|_| runtime_err("bad RNG state"))?));
+    *RNG.lock().unwrap_or_else(|p| p.into_inner()) = Some(g);
+    Ok(())
 }
 
 /// Sizes given as varargs or one sequence, checked non-negative as torch checks them.
@@ -210,7 +240,7 @@ macro_rules! factory {
                 Some(_) => return Err(crate::error::type_err(concat!(stringify!($name), "() got multiple values for argument 'size'"))),
                 None => size_arg(args)?,
             };
-            let dt = opt_dtype(dtype)?.unwrap_or(DType::F32);
+            let dt = opt_dtype(dtype)?.unwrap_or(crate::dtype::default_float());
             match opt_place(device)? {
                 Place::Meta => super::meta::meta_tensor(&dims, dt),
                 #[allow(clippy::redundant_closure_call)]
@@ -521,7 +551,7 @@ fn real_device(place: &Place) -> Device {
 pub fn eye(n: usize, m: Option<usize>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<PyTensor> {
     let _ = requires_grad;
     let m = m.unwrap_or(n);
-    let dt = opt_dtype(dtype)?.unwrap_or(DType::F32);
+    let dt = opt_dtype(dtype)?.unwrap_or(crate::dtype::default_float());
     let place = opt_place(device)?;
     if let Place::Meta = place {
         return super::meta::meta_tensor(&[n, m], dt);
@@ -586,9 +616,9 @@ impl PyTensor {
                 return Ok(PyTensor::new(t.t.clone(), t.dtype));
             }
             if !a.is_instance_of::<pyo3::types::PyInt>() {
-                return from_data(&a, Some(DType::F32), &Device::Cpu);
+                return from_data(&a, Some(crate::dtype::default_float()), &Device::Cpu);
             }
         }
-        zeros_t(&size_arg(args)?, DType::F32, &Device::Cpu)
+        zeros_t(&size_arg(args)?, crate::dtype::default_float(), &Device::Cpu)
     }
 }

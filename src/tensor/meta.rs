@@ -4,8 +4,8 @@
 //! A meta tensor is a broadcast (all strides 0) of one shared zero per storage dtype, so it costs
 //! no memory whatever its shape, and a tensor is meta exactly when it views that shared storage:
 //! views of meta tensors (narrow, expand, transpose, indexing) stay meta without further work.
-//! Ops that have no meta rule compute on the placeholder zeros; writes into meta tensors are
-//! dropped (torch: no-ops), and reading values out raises.
+//! Ops without a meta rule raise when their kernel reads the values (`check_readable`); writes
+//! into meta tensors are dropped (torch: no-ops), and reading values out raises.
 
 use std::sync::OnceLock;
 
@@ -61,6 +61,18 @@ pub fn is_meta(t: &Tensor) -> bool {
 pub fn meta_tensor(dims: &[usize], dtype: DType) -> PyResult<PyTensor> {
     let z = zero_of(dtype.candle()).ok_or_else(|| dtype.unsupported())?;
     Ok(PyTensor::new(z.broadcast_as(dims).py()?, dtype))
+}
+
+/// Kernels that read values call this first: an op without a meta rule raises instead of computing
+/// on the placeholder zeros.
+pub fn check_readable(t: &Tensor) -> PyResult<()> {
+    if is_meta(t) {
+        return Err(runtime_err(
+            "this operation reads tensor values, which meta tensors do not have (only factories, views, casts \
+             and elementwise ops run on the meta device here)",
+        ));
+    }
+    Ok(())
 }
 
 /// The error for reading a meta tensor's values.

@@ -214,7 +214,7 @@ impl Promotion {
                 (None, l) => l,
             }
         }
-        combine(self.dim, combine(self.zero, self.wrapped)).unwrap_or(DType::F32)
+        combine(self.dim, combine(self.zero, self.wrapped)).unwrap_or(crate::dtype::default_float())
     }
 }
 
@@ -253,6 +253,7 @@ pub fn convert(t: &Tensor, to: candle_core::DType) -> PyResult<Tensor> {
 /// Runs `f` on a tensor's elements as f32, row-major: a contiguous f32 CPU tensor is read in place
 /// (under Candle's read lock: `f` must not write to the same storage); anything else is converted.
 pub fn with_f32<R>(t: &Tensor, f: impl FnOnce(&[f32]) -> R) -> PyResult<R> {
+    meta::check_readable(t)?;
     if t.dtype() == candle_core::DType::F32 && t.is_contiguous() && t.device().is_cpu() {
         let (storage, layout) = t.storage_and_layout();
         let Storage::Cpu(cpu) = &*storage else { return Err(runtime_err("expected a CPU tensor")) };
@@ -264,11 +265,13 @@ pub fn with_f32<R>(t: &Tensor, f: impl FnOnce(&[f32]) -> R) -> PyResult<R> {
 
 /// A tensor's elements, row-major, on the CPU and converted to `T` (a copy).
 pub fn cpu_vec<T: WithDType>(t: &Tensor) -> PyResult<Vec<T>> {
+    meta::check_readable(t)?;
     convert(&t.to_device(&Device::Cpu).py()?, T::DTYPE)?.flatten_all().py()?.to_vec1::<T>().py()
 }
 
 /// Runs `f` over a CPU tensor's elements (any layout) into a new contiguous tensor.
 pub fn map_cpu<T: WithDType, U: WithDType, F: Fn(T) -> U + Sync>(t: &Tensor, f: F) -> PyResult<Tensor> {
+    meta::check_readable(t)?;
     let (storage, layout) = t.storage_and_layout();
     let Storage::Cpu(cpu) = &*storage else {
         return Err(runtime_err("expected a CPU tensor"));
@@ -287,6 +290,8 @@ pub fn zip_cpu<T: WithDType, U: WithDType, F: Fn(T, T) -> U + Sync>(
     out_dims: &[usize],
     f: F,
 ) -> PyResult<Tensor> {
+    meta::check_readable(a)?;
+    meta::check_readable(b)?;
     let (sa, la) = a.storage_and_layout();
     let (sb, lb) = b.storage_and_layout();
     let (Storage::Cpu(ca), Storage::Cpu(cb)) = (&*sa, &*sb) else {

@@ -40,6 +40,7 @@ fn rows<T: WithDType, U: WithDType, F>(t: &Tensor, dims: &[usize], keepdim: bool
 where
     F: Fn(&[T]) -> U + Sync + Send,
 {
+    super::meta::check_readable(t)?;
     let rank = t.rank();
     let orig = t.dims().to_vec();
     let kept: Vec<usize> = (0..rank).filter(|d| !dims.contains(d)).collect();

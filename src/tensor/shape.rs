@@ -651,7 +651,7 @@ fn promoted(seq: &Bound<'_, PyAny>, op: &str) -> PyResult<(Vec<Tensor>, DType)> 
         dt = Some(dt.map_or(t.dtype, |d| DType::promote(d, t.dtype)));
         ts.push((t.t.clone(), t.dtype));
     }
-    let dt = dt.unwrap_or(DType::F32);
+    let dt = dt.unwrap_or(crate::dtype::default_float());
     let ts = ts.into_iter().map(|(t, d)| cast(&t, d, dt)).collect::<PyResult<_>>()?;
     Ok((ts, dt))
 }

@@ -1260,3 +1260,4 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
 
 
 __all__ += ["affine_grid", "grid_sample"]
+from .._ops import grouped_mm  # noqa: E402,F401 - torch.nn.functional.grouped_mm (mixture-of-experts layers)

@@ -23,11 +23,15 @@ class Parameter(Tensor):
         return "Parameter containing:\n" + Tensor.__repr__(self)
 
     def __reduce_ex__(self, proto):
-        return (Parameter, (Tensor(self), self.requires_grad))
+        return (Parameter, (Tensor(self), self.requires_grad), dict(self.__dict__) or None)
 
     def __deepcopy__(self, memo):
         if id(self) not in memo:
             memo[id(self)] = Parameter(self.clone(), self.requires_grad)
+            if self.__dict__:
+                import copy
+
+                memo[id(self)].__dict__.update(copy.deepcopy(self.__dict__, memo))
         return memo[id(self)]
 
 

@@ -11,7 +11,7 @@ __all__ = ["SDPBackend", "sdpa_kernel", "WARN_FOR_UNFUSED_KERNELS"]
 WARN_FOR_UNFUSED_KERNELS = False
 
 
-class SDPBackend(enum.IntEnum):
+class SDPBackend(enum.Enum):
     ERROR = -1
     MATH = 0
     FLASH_ATTENTION = 1

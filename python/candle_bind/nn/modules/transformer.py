@@ -301,4 +301,4 @@ class Transformer(Module):
 
     @staticmethod
     def generate_square_subsequent_mask(sz, device=None, dtype=None):
-        return _C.full((sz, sz), float("-inf"), dtype=dtype or _C.float32).triu(diagonal=1)
+        return _C.full((sz, sz), float("-inf"), dtype=dtype or _C.get_default_dtype()).triu(diagonal=1)

@@ -1,0 +1,128 @@
+"""Elementwise torch functions that are other ops under torch's alternative names (`greater`,
+`absolute`, `arccos`, ...) or short compositions (`fmod`, `xlogy`, `logit`, `copysign`, ...), and
+torch's `out=` argument for the functions model code passes it to. Exported as `candle_bind.<name>`;
+those torch also has as methods become Tensor methods (with their in-place `_` forms).
+"""
+
+from __future__ import annotations
+
+import math
+
+from . import _C
+from ._C import Tensor
+
+# torch's alternative names: alias -> the method it names.
+ALIASES = {
+    "greater": "gt", "greater_equal": "ge", "less": "lt", "less_equal": "le", "not_equal": "ne",
+    "absolute": "abs", "arccos": "acos", "arcsin": "asin", "arctan": "atan",
+}
+
+
+def _tensor_like(x, like: Tensor):
+    return x if isinstance(x, Tensor) else _C.tensor(x, dtype=like.dtype if not isinstance(x, float)
+                                                     or like.is_floating_point() else _C.float32)
+
+
+def fmod(input, other):
+    """C's fmod: the remainder of truncated division, with the sign of `input`."""
+    return input - input.div(other, rounding_mode="trunc") * other
+
+
+def xlogy(input, other):
+    """input * log(other), 0 where input is 0 (unless other is NaN)."""
+    if not isinstance(input, Tensor):
+        input = _tensor_like(input, other)
+    other = other if isinstance(other, Tensor) else input.new_tensor(float(other))
+    out = input * other.log()
+    return out.masked_fill((input == 0) & ~other.isnan(), 0.0)
+
+
+def logit(input, eps=None):
+    x = input if input.is_floating_point() else input.float()
+    if eps is not None:
+        x = x.clamp(eps, 1.0 - eps)
+    return (x / (1 - x)).log()
+
+
+def rsub(input, other, *, alpha=1):
+    """other - alpha * input."""
+    return other - (input * alpha if alpha != 1 else input)
+
+
+def deg2rad(input):
+    return (input if input.is_floating_point() else input.float()) * (math.pi / 180.0)
+
+
+def rad2deg(input):
+    return (input if input.is_floating_point() else input.float()) * (180.0 / math.pi)
+
+
+def signbit(input):
+    """True where the sign bit is set (negative numbers and -0.0)."""
+    if not input.is_floating_point():
+        return input < 0
+    return (input < 0) | ((input == 0) & ((1.0 / input) < 0))
+
+
+def copysign(input, other):
+    """|input| with the sign of `other` (-0.0 counts as negative)."""
+    x = input if input.is_floating_point() else input.float()
+    sign = signbit(other if isinstance(other, Tensor) else x.new_tensor(float(other)))
+    mag = x.abs()
+    return _C.where(sign, -mag, mag)
+
+
+def heaviside(input, values):
+    return _C.where(input == 0, values, (input > 0).to(input.dtype))
+
+
+def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None):
+    """beta·input + alpha·outer(vec1, vec2)."""
+    prod = vec1.outer(vec2)
+    prod = prod * alpha if alpha != 1 else prod
+    return _write_out(prod if beta == 0 else prod + (input if beta == 1 else input * beta), out)
+
+
+def _write_out(result, out):
+    """torch's `out=`: the result written into `out` (same shape), which is returned."""
+    if out is None:
+        return result
+    if tuple(out.shape) != tuple(result.shape):
+        raise RuntimeError(f"out= tensor has shape {tuple(out.shape)}, but the result has shape "
+                           f"{tuple(result.shape)} (candle_bind does not resize out= tensors)")
+    out.copy_(result)
+    return out
+
+
+def _with_out(fn):
+    def wrapped(*args, out=None, **kwargs):
+        return _write_out(fn(*args, **kwargs), out)
+
+    wrapped.__name__ = wrapped.__qualname__ = fn.__name__
+    wrapped.__doc__ = fn.__doc__
+    return wrapped
+
+
+# torch functions that take `out=` in model code (MoE expert loops write each group's mm into a view).
+OUT_FUNCTIONS = ("mm", "bmm", "matmul", "mv", "cat", "stack")
+
+METHODS = ("fmod", "xlogy", "logit", "deg2rad", "rad2deg", "signbit", "copysign", "heaviside", "addr")
+FUNCTIONS = METHODS + ("rsub",)
+
+
+def _install() -> None:
+    from ._tensor import _make_inplace
+
+    for alias, name in ALIASES.items():
+        setattr(Tensor, alias, getattr(Tensor, name))
+        if hasattr(Tensor, name + "_"):
+            setattr(Tensor, alias + "_", getattr(Tensor, name + "_"))
+    for name in METHODS:
+        if not hasattr(Tensor, name):
+            setattr(Tensor, name, globals()[name])
+    for name in ("fmod", "xlogy", "logit", "deg2rad", "rad2deg", "copysign"):
+        if not hasattr(Tensor, name + "_"):
+            setattr(Tensor, name + "_", _make_inplace(name))
+
+
+_install()
