@@ -87,7 +87,39 @@ CASES = {
     "index_put_": (lambda L, a, i: a.clone().index_put_((i,), a[0] * 0), make((3, 4)), torch.tensor([2])),
     "type": (lambda L, a: (a.type(L.float64), a.type("torch.LongTensor"), a.type(), a.long().type()), make((3,))),
     "in-place forms": (lambda L, a, b: (a.clone().addcmul_(a, b, value=2), a.clone().atan2_(b), a.clone().hypot_(b), a.clone().frac_()), make((3,)), make((3,), seed=7)),
+    # torch's alternative names and short elementwise compositions (candle_bind/_pointwise.py)
+    "comparison aliases": (lambda L, a, b: [L.greater(a, b), a.greater_equal(b), L.less(a, 0.5), a.less_equal(b),
+                                            L.not_equal(a, a.round())], make((3, 4)), make((4,))),
+    "absolute arccos arcsin arctan": (lambda L, a: [L.absolute(a), (a / 3).arccos(), L.arcsin(a / 3), L.arctan(a)],
+                                      make((3, 4))),
+    "fmod float": (lambda L, a, b: [L.fmod(a, b), a.fmod(1.5), L.fmod(-a, 2)], make((3, 4)), make((4,), low=0.5)),
+    "fmod int": (lambda L, a: [L.fmod(a, 3), a.fmod(-2)], make((3, 4), "int64", low=-9, high=9)),
+    "xlogy": (lambda L, a, b: [L.xlogy(a, b), L.xlogy(a * 0, b), L.xlogy(a, 2.0)], make((3, 4)), make((4,), low=0.1)),
+    "logit": (lambda L, a: [L.logit(a), a.logit(eps=1e-3)], make((3, 4), low=0.0, high=1.0)),
+    "rsub": (lambda L, a, b: [L.rsub(a, b), L.rsub(a, b, alpha=2), L.rsub(a, 1.5)], make((3, 4)), make((4,))),
+    "deg2rad rad2deg": (lambda L, a: [L.deg2rad(a), a.rad2deg(), L.deg2rad(a.long())], make((3, 4))),
+    "signbit copysign": (lambda L, a, b: [L.signbit(a), L.signbit(a * 0 - 0.0), L.copysign(a, b), a.copysign(-1.0)],
+                         make((3, 4)), make((4,))),
+    "heaviside": (lambda L, a, v: L.heaviside(a.round(), v), make((3, 4)), make((4,))),
+    "addr": (lambda L, i, a, b: [L.addr(i, a, b), i.addr(a, b, beta=0.5, alpha=2)], make((3, 4)), make((3,)),
+             make((4,))),
+    "histc": (lambda L, a: [L.histc(a, bins=7), L.histc(a, bins=4, min=-1, max=1), a.histc(3, 0, 2)], make((5, 6))),
+    "unfold": (lambda L, a: [a.unfold(1, 3, 1), a.unfold(-1, 2, 2), a.unfold(0, 4, 1)], make((4, 7, 5))),
+    "to_dense": (lambda L, a: [a.to_dense(), a.to_dense(L.float64)], make((2, 3))),
+    "grouped_mm (MoE layout)": (lambda L, x, w: L.nn.functional.grouped_mm(x, w, offs=L.tensor([3, 3, 6], dtype=L.int32))[:6],
+                                make((7, 4)), make((3, 4, 4))),
+    "out= on mm bmm matmul cat": (lambda L, a, b: _out_cases(L, a, b), make((3, 4)), make((4, 5))),
 }
+
+
+def _out_cases(L, a, b):
+    out = L.zeros(5, 5)
+    r1 = L.mm(a, b, out=out[1:4])
+    buf = L.zeros(2, 3, 5)
+    L.bmm(L.stack([a, a]), L.stack([b, b]), out=buf)
+    cat_out = L.zeros(6, 4)
+    L.cat([a, a], 0, out=cat_out)
+    return [out, r1, buf, L.matmul(a, b, out=L.empty(3, 5)), cat_out]
 
 
 @pytest.mark.parametrize("name", list(CASES))
