@@ -343,3 +343,12 @@ def test_depthwise_conv_geometries(cls, shape, k, s, p, d):
     torch.manual_seed(0)
     ref = getattr(torch.nn, cls)(c, c, k, s, p, d, groups=c)
     check_layer(ref, getattr(nn, cls)(c, c, k, s, p, d, groups=c), make(shape, seed=9), atol=1e-5)
+
+
+def test_distance_modules():
+    x1, x2 = make((4, 6)), make((4, 6), seed=1)
+    for ref, ours in [(torch.nn.CosineSimilarity(dim=1), cb.nn.CosineSimilarity(dim=1)),
+                      (torch.nn.CosineSimilarity(dim=0, eps=1e-3), cb.nn.CosineSimilarity(dim=0, eps=1e-3)),
+                      (torch.nn.PairwiseDistance(), cb.nn.PairwiseDistance()),
+                      (torch.nn.PairwiseDistance(p=1.0, keepdim=True), cb.nn.PairwiseDistance(p=1.0, keepdim=True))]:
+        check_layer(ref, ours, x1, x2)

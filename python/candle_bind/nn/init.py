@@ -180,3 +180,4 @@ kaiming_normal = kaiming_normal_
 sparse = sparse_
 dirac = dirac_
 eye = eye_
+orthogonal = orthogonal_
