@@ -81,8 +81,8 @@ def is_warn_always_enabled() -> bool:
     return _warn_always[0]
 
 
-class memory_format:
-    """torch.memory_format: candle_bind tensors are row-major; the formats are accepted names."""
+class _Named:
+    """A torch constant known by its name: prints as `torch.<name>`, pickles as the module global."""
 
     def __init__(self, name: str):
         self._name = name
@@ -92,6 +92,10 @@ class memory_format:
 
     def __reduce__(self):
         return self._name
+
+
+class memory_format(_Named):
+    """torch.memory_format: candle_bind tensors are row-major; the formats are accepted names."""
 
 
 contiguous_format = memory_format("contiguous_format")
@@ -100,15 +104,8 @@ channels_last_3d = memory_format("channels_last_3d")
 preserve_format = memory_format("preserve_format")
 
 
-class layout:
-    def __init__(self, name: str):
-        self._name = name
-
-    def __repr__(self):
-        return f"torch.{self._name}"
-
-    def __reduce__(self):
-        return self._name
+class layout(_Named):
+    """torch.layout: every candle_bind tensor is strided (dense)."""
 
 
 strided = layout("strided")

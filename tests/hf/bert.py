@@ -96,40 +96,31 @@ def reference(path):
     return AutoModel.from_pretrained(path).eval()(**inputs()).last_hidden_state
 
 
+def _low_precision(model, ref, label, tol=0.1):
+    yield "param_dtype", str(model.embeddings.word_embeddings.weight.dtype)
+    yield "model_dtype", str(model.dtype)
+    out = model(**inputs()).last_hidden_state
+    print(f"# {label} max diff", (out.float() - ref).abs().max().item())
+    yield "out_dtype", str(out.dtype)
+    yield "close", close(out, ref, tol)
+
+
 @section
 def bf16_load(path):
     ref = reference(path)
-    model = AutoModel.from_pretrained(path, dtype=torch.bfloat16).eval()
-    yield "param_dtype", str(next(model.parameters()).dtype)
-    yield "model_dtype", str(model.dtype)
-    out = model(**inputs()).last_hidden_state
-    print("# bf16 load max diff", (out.float() - ref).abs().max().item())
-    yield "out_dtype", str(out.dtype)
-    yield "close", close(out, ref, 0.1)
+    yield from _low_precision(AutoModel.from_pretrained(path, dtype=torch.bfloat16).eval(), ref, "bf16 load")
 
 
 @section
 def bf16_cast(path):
     ref = reference(path)
-    model = AutoModel.from_pretrained(path).eval().to(torch.bfloat16)
-    yield "param_dtype", str(model.embeddings.word_embeddings.weight.dtype)
-    yield "model_dtype", str(model.dtype)
-    out = model(**inputs()).last_hidden_state
-    print("# bf16 cast max diff", (out.float() - ref).abs().max().item())
-    yield "out_dtype", str(out.dtype)
-    yield "close", close(out, ref, 0.1)
+    yield from _low_precision(AutoModel.from_pretrained(path).eval().to(torch.bfloat16), ref, "bf16 cast")
 
 
 @section
 def half(path):
     ref = reference(path)
-    model = AutoModel.from_pretrained(path).eval().half()
-    yield "param_dtype", str(model.embeddings.word_embeddings.weight.dtype)
-    yield "model_dtype", str(model.dtype)
-    out = model(**inputs()).last_hidden_state
-    print("# half max diff", (out.float() - ref).abs().max().item())
-    yield "out_dtype", str(out.dtype)
-    yield "close", close(out, ref, 0.02)
+    yield from _low_precision(AutoModel.from_pretrained(path).eval().half(), ref, "half", tol=0.02)
 
 
 @section

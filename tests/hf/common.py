@@ -32,6 +32,23 @@ def _rounded(value):
     return value
 
 
+_models: dict = {}
+
+
+def causal_lm(path):
+    """The causal LM saved at `path`, loaded once per process."""
+    from transformers import AutoModelForCausalLM
+
+    if path not in _models:
+        _models[path] = AutoModelForCausalLM.from_pretrained(path).eval()
+    return _models[path]
+
+
+def prompt_inputs(prompt):
+    ids = torch.tensor(prompt)
+    return {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
+
+
 def main(*args):
     wanted = sys.argv[1 + len(args):] or [fn.__name__ for fn in _SECTIONS]
     for fn in _SECTIONS:

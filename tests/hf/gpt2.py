@@ -7,32 +7,19 @@ left-padded batch, a reused key/value cache, logits processors, stopping criteri
 import sys
 
 import torch
-from transformers import AutoModelForCausalLM, StoppingCriteria, StoppingCriteriaList
+from transformers import StoppingCriteria, StoppingCriteriaList
 from transformers.generation.streamers import BaseStreamer
 
-from common import main, section
+from common import causal_lm, main, prompt_inputs, section
 
 PROMPT = [[5, 17, 42, 8, 23, 61]]
-_model = None
-
-
-def load(path):
-    global _model
-    if _model is None:
-        _model = AutoModelForCausalLM.from_pretrained(path).eval()
-    return _model
-
-
-def prompt():
-    ids = torch.tensor(PROMPT)
-    return {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
 
 
 @section
 def logits(path):
-    model = load(path)
+    model = causal_lm(path)
     yield "model_class", type(model).__name__
-    out = model(**prompt())
+    out = model(**prompt_inputs(PROMPT))
     yield "shape", list(out.logits.shape)
     yield "logits", out.logits[0]
     yield "argmax", out.logits.argmax(-1)
@@ -40,10 +27,10 @@ def logits(path):
 
 @section
 def greedy(path):
-    model = load(path)
-    out = model.generate(**prompt(), max_new_tokens=12, do_sample=False)
+    model = causal_lm(path)
+    out = model.generate(**prompt_inputs(PROMPT), max_new_tokens=12, do_sample=False)
     yield "tokens", out
-    out = model.generate(**prompt(), max_new_tokens=4, do_sample=False, return_dict_in_generate=True,
+    out = model.generate(**prompt_inputs(PROMPT), max_new_tokens=4, do_sample=False, return_dict_in_generate=True,
                          output_scores=True, output_logits=True)
     yield "dict_tokens", out.sequences
     yield "scores_0", out.scores[0]
@@ -52,10 +39,10 @@ def greedy(path):
 
 @section
 def beam(path):
-    model = load(path)
-    out = model.generate(**prompt(), max_new_tokens=8, num_beams=3, do_sample=False)
+    model = causal_lm(path)
+    out = model.generate(**prompt_inputs(PROMPT), max_new_tokens=8, num_beams=3, do_sample=False)
     yield "tokens", out
-    out = model.generate(**prompt(), max_new_tokens=8, num_beams=3, num_return_sequences=2, do_sample=False,
+    out = model.generate(**prompt_inputs(PROMPT), max_new_tokens=8, num_beams=3, num_return_sequences=2, do_sample=False,
                          return_dict_in_generate=True, output_scores=True, length_penalty=1.0)
     yield "sequences", out.sequences
     yield "sequences_scores", out.sequences_scores
@@ -63,7 +50,7 @@ def beam(path):
 
 @section
 def left_padded(path):
-    model = load(path)
+    model = causal_lm(path)
     pad = model.config.pad_token_id
     ids = torch.tensor([[pad, pad, pad, 42, 8, 23], [5, 17, 42, 8, 23, 61]])
     mask = torch.tensor([[0, 0, 0, 1, 1, 1], [1, 1, 1, 1, 1, 1]])
@@ -80,7 +67,7 @@ def left_padded(path):
 
 @section
 def past_key_values(path):
-    model = load(path)
+    model = causal_lm(path)
     ids = torch.tensor(PROMPT)
     out = model(input_ids=ids, use_cache=True)
     past = out.past_key_values
@@ -101,16 +88,16 @@ def past_key_values(path):
 
 @section
 def repetition_penalty(path):
-    model = load(path)
-    out = model.generate(**prompt(), max_new_tokens=24, do_sample=False, repetition_penalty=1.05)
+    model = causal_lm(path)
+    out = model.generate(**prompt_inputs(PROMPT), max_new_tokens=24, do_sample=False, repetition_penalty=1.05)
     yield "tokens", out
 
 
 @section
 def processors(path):
     """repetition_penalty and no_repeat_ngram_size together."""
-    model = load(path)
-    out = model.generate(**prompt(), max_new_tokens=24, do_sample=False, repetition_penalty=1.05,
+    model = causal_lm(path)
+    out = model.generate(**prompt_inputs(PROMPT), max_new_tokens=24, do_sample=False, repetition_penalty=1.05,
                          no_repeat_ngram_size=2)
     yield "tokens", out
     gen = out[0, len(PROMPT[0]):].tolist()
@@ -134,15 +121,15 @@ class StopAfter(StoppingCriteria):
 
 @section
 def stopping(path):
-    model = load(path)
+    model = causal_lm(path)
     stop = StopAfter(len(PROMPT[0]) + 5)
-    out = model.generate(**prompt(), max_new_tokens=20, do_sample=False, stopping_criteria=StoppingCriteriaList([stop]))
+    out = model.generate(**prompt_inputs(PROMPT), max_new_tokens=20, do_sample=False, stopping_criteria=StoppingCriteriaList([stop]))
     yield "custom_tokens", out
     yield "custom_calls", stop.calls
     # eos: the 4th greedily generated token is made the end-of-sequence token
-    greedy = model.generate(**prompt(), max_new_tokens=12, do_sample=False)[0, len(PROMPT[0]):].tolist()
+    greedy = model.generate(**prompt_inputs(PROMPT), max_new_tokens=12, do_sample=False)[0, len(PROMPT[0]):].tolist()
     eos = greedy[3]
-    out = model.generate(**prompt(), max_new_tokens=12, do_sample=False, eos_token_id=eos)
+    out = model.generate(**prompt_inputs(PROMPT), max_new_tokens=12, do_sample=False, eos_token_id=eos)
     yield "eos", eos
     yield "eos_tokens", out
     yield "eos_stopped_at_first", out[0, len(PROMPT[0]):].tolist() == greedy[:greedy.index(eos) + 1]
@@ -162,9 +149,9 @@ class Collector(BaseStreamer):
 
 @section
 def streamer(path):
-    model = load(path)
+    model = causal_lm(path)
     collector = Collector()
-    out = model.generate(**prompt(), max_new_tokens=8, do_sample=False, streamer=collector)
+    out = model.generate(**prompt_inputs(PROMPT), max_new_tokens=8, do_sample=False, streamer=collector)
     yield "tokens", out
     yield "chunks", collector.chunks
     yield "ended", collector.ended
