@@ -10,10 +10,12 @@ Rows: the real all-MiniLM-L6-v2 (sentence-transformers encode, and AutoModel for
 32 sentences of varied length); GPT-2 and Llama (GQA) with seeded random weights, tiny and small
 (GPT-2 small; the SmolLM2-135M shape), greedy generate of 32 new tokens from a 16-token prompt,
 batch 1, with the prompt forward (prefill) timed on its own. The random models are built with torch
-and saved once to a temporary folder both sides load.
+and saved once to a temporary folder both sides load. "agree" compares the outputs: greedy tokens
+the same, or the largest embedding difference. Load time is from_pretrained (or SentenceTransformer(...)),
+which includes the modeling modules transformers imports lazily.
 
---profile ROW runs only the candle_bind side of ROW under cProfile (the timed call, after warm-up)
-and prints the top 25 functions by own time (tottime).
+--profile ROW runs only the candle_bind side of ROW under cProfile (one call of each timed piece of
+work, after warm-up) and prints the top 25 functions by own time (tottime).
 """
 
 import argparse
@@ -103,20 +105,21 @@ def worker(row, folder, threads, reps, profile):
             fn()
             best = min(best, time.perf_counter() - start)
         times[name] = best
-    if profile:
-        print_profile(work["encode" if "encode" in work else "forward" if "forward" in work else "generate"])
+    for name, fn in work.items() if profile else ():
+        print_profile(name, fn)
     print(json.dumps(dict(import_s=t1 - t0, load_s=t2 - t1, times=times, check=check(out),
                           threads=torch.get_num_threads())))
 
 
-def print_profile(fn, top=25):
+def print_profile(name, fn, top=25):
     import cProfile
     import pstats
 
     prof = cProfile.Profile()
     prof.runcall(fn)
     stats = pstats.Stats(prof)
-    print(f"cProfile of one call: {stats.total_calls} calls, {stats.total_tt * 1e3:.1f} ms; top {top} by own time")
+    print(f"\ncProfile of one {name} call: {stats.total_calls} calls, {stats.total_tt * 1e3:.1f} ms;"
+          f" top {top} by own time")
     print(f"{'tottime ms':>10} {'cumtime ms':>10} {'ncalls':>8}  function")
     for (file, line, fn_name), (_, nc, tt, ct, _) in sorted(stats.stats.items(), key=lambda kv: -kv[1][2])[:top]:
         for marker in ("site-packages/", "python/"):
@@ -161,7 +164,8 @@ def agree(t, c):
 
 def cpu_line():
     info = open("/proc/cpuinfo").read()
-    model = next((ln.split(":", 1)[1].strip() for ln in info.splitlines() if ln.startswith("model name")), platform.processor())
+    names = [ln.split(":", 1)[1].strip() for ln in info.splitlines() if ln.startswith("model name")]
+    model = names[0] if names else platform.processor()
     isa = "AVX-512" if " avx512f" in info else "AVX2" if " avx2" in info else "no AVX2"
     return f"cpu: {model}, {isa}, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f}"
 
@@ -171,7 +175,7 @@ def main():
     p.add_argument("--threads", type=int, action="append", help="default: 1 and 2")
     p.add_argument("--only", action="append", choices=ROWS)
     p.add_argument("--profile", choices=ROWS)
-    p.add_argument("--reps", type=int, default=3, help="timed calls per measurement (best is kept)")
+    p.add_argument("--reps", type=int, default=5, help="timed calls per measurement (best is kept)")
     p.add_argument("--worker", choices=ROWS, help=argparse.SUPPRESS)
     p.add_argument("--dir", help=argparse.SUPPRESS)
     args = p.parse_args()
@@ -181,27 +185,33 @@ def main():
     with tempfile.TemporaryDirectory() as folder:
         save_models(folder, rows)
         for threads in args.threads or [1, 2]:
-            print(f"\n{cpu_line()}\nthreads: {threads}")
+            print(f"\n{cpu_line()}, --threads {threads}")
             if args.profile:
                 run_worker(args.profile, folder, threads, "cb", 1, profile=True)
                 continue
             results = {row: (run_worker(row, folder, threads, "torch", args.reps),
                              run_worker(row, folder, threads, "cb", args.reps)) for row in rows}
-            results = {row: tc for row, tc in results.items() if None not in tc}
-            print(f"{'work after warm-up (best of ' + str(args.reps) + ')':<50} {'torch ms':>9} {'cb ms':>9} {'ratio':>6}"
-                  f" {'torch tok/s':>11} {'cb tok/s':>9}  {'agree':>5}")
-            for row, (t, c) in results.items():
-                for name, tt in t["times"].items():
-                    ct = c["times"][name]
-                    label = LABELS.get(row) or (f"{row} prefill {PROMPT_LEN} tokens" if name == "prefill"
-                                                else f"{row} generate {NEW_TOKENS} tokens")
-                    rate = f" {NEW_TOKENS / tt:>11.1f} {NEW_TOKENS / ct:>9.1f}" if name == "generate" else " " * 22
-                    print(f"{label:<50} {tt * 1e3:>9.1f} {ct * 1e3:>9.1f} {ct / tt:>6.2f}{rate}  {agree(t, c):>5}")
-            print(f"{'load, seconds':<50} {'torch imp':>9} {'cb imp':>9} {'ratio':>6} {'torch load':>11} {'cb load':>9} {'ratio':>6}")
-            for row, (t, c) in results.items():
-                print(f"{row:<50} {t['import_s']:>9.2f} {c['import_s']:>9.2f} {c['import_s'] / t['import_s']:>6.2f}"
-                      f" {t['load_s']:>11.2f} {c['load_s']:>9.2f} {c['load_s'] / t['load_s']:>6.2f}")
+            report({row: tc for row, tc in results.items() if None not in tc}, args.reps)
 
+
+def report(results, reps):
+    if not results:
+        return
+    t, c = next(iter(results.values()))
+    print(f"threads: torch {t['threads']}, candle_bind {c['threads']}")
+    print(f"{f'work after warm-up (best of {reps})':<50} {'torch ms':>9} {'cb ms':>9} {'ratio':>6}"
+          f" {'torch tok/s':>11} {'cb tok/s':>9} {'agree':>6}")
+    for row, (t, c) in results.items():
+        for name, tt in t["times"].items():
+            ct = c["times"][name]
+            label = LABELS.get(row) or f"{row} {name} {PROMPT_LEN if name == 'prefill' else NEW_TOKENS} tokens"
+            rate = f"{NEW_TOKENS / tt:>11.1f} {NEW_TOKENS / ct:>9.1f}" if name == "generate" else " " * 21
+            print(f"{label:<50} {tt * 1e3:>9.1f} {ct * 1e3:>9.1f} {ct / tt:>6.2f} {rate} {agree(t, c):>6}")
+    print(f"{'seconds: import, then model load':<50} {'torch':>9} {'cb':>9} {'ratio':>6} {'torch':>11} {'cb':>9}"
+          f" {'ratio':>6}")
+    for row, (t, c) in results.items():
+        ti, ci, tl, cl = t["import_s"], c["import_s"], t["load_s"], c["load_s"]
+        print(f"{row:<50} {ti:>9.2f} {ci:>9.2f} {ci / ti:>6.2f} {tl:>11.2f} {cl:>9.2f} {cl / tl:>6.2f}")
 
 if __name__ == "__main__":
     main()

@@ -255,3 +255,54 @@ def test_init_functions():
     assert k.sum().item() == 4
     for name in ["linear", "relu", "tanh", "selu", "sigmoid"]:
         assert nn.init.calculate_gain(name) == torch.nn.init.calculate_gain(name)
+
+
+def test_state_dict_and_load_hooks_extra_state_like_torch():
+    """What transformers and checkpoint code hook into: state_dict pre/post hooks, load pre/post
+    hooks, get/set_extra_state; the same calls on torch and candle_bind give the same keys and calls."""
+
+    def run(lib):
+        calls = []
+
+        class WithExtra(lib.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = lib.nn.Linear(2, 2)
+                self.extra = {"step": 0}
+
+            def get_extra_state(self):
+                return dict(self.extra)
+
+            def set_extra_state(self, state):
+                self.extra = dict(state)
+
+        m = WithExtra()
+        m.register_state_dict_pre_hook(lambda mod, prefix, keep_vars: calls.append(("pre", prefix)))
+        m.register_state_dict_post_hook(lambda mod, sd, prefix, meta: calls.append(("post", sorted(sd))))
+        m.register_load_state_dict_pre_hook(lambda mod, sd, prefix, *rest: calls.append(("load_pre", sorted(sd))))
+        m.register_load_state_dict_post_hook(lambda mod, keys: calls.append(("load_post", keys.missing_keys)))
+        m.extra["step"] = 7
+        sd = m.state_dict()
+        fresh = WithExtra()
+        fresh.register_load_state_dict_post_hook(lambda mod, keys: calls.append(("fresh_post", list(keys))))
+        result = fresh.load_state_dict(sd)
+        missing = fresh.load_state_dict({k: v for k, v in sd.items() if k != "_extra_state"}, strict=False)
+        return calls, list(sd), sd["_extra_state"], fresh.extra, list(result), missing.missing_keys
+
+    ours, ref = run(cb), run(torch)
+    assert ours == ref
+
+
+def test_set_submodule_to_empty_backward_hook_registration():
+    for lib in (torch, cb):
+        seq = lib.nn.Sequential(lib.nn.Linear(2, 3), lib.nn.ReLU())
+        seq.set_submodule("1", lib.nn.Tanh())
+        assert type(seq[1]).__name__ == "Tanh"
+        with pytest.raises(AttributeError):
+            seq.set_submodule("0.missing", lib.nn.ReLU(), strict=True)
+        handle = seq.register_full_backward_hook(lambda *a: None)
+        handle.remove()
+    with cb.device("meta"):
+        m = cb.nn.Linear(4, 5)
+    m.to_empty(device="cpu")
+    assert m.weight.device.type == "cpu" and isinstance(m.weight, cb.nn.Parameter) and m.weight.shape == (5, 4)
