@@ -7,8 +7,8 @@ are reported separately.
     python benches/bench_transformers.py [--threads N ...] [--only ROW ...] [--profile ROW]
 
 Rows: the real all-MiniLM-L6-v2 (sentence-transformers encode, and AutoModel forward + mean pooling,
-32 sentences of varied length); GPT-2 and Llama (GQA) with seeded random weights, tiny and small
-(GPT-2 small; the SmolLM2-135M shape), greedy generate of 32 new tokens from a 16-token prompt,
+32 sentences of varied length); GPT-2 and Llama (GQA) with seeded random weights, tiny (64 wide,
+2 layers, vocabulary 1000: per-token overhead) and small (GPT-2 small; the SmolLM2-135M shape), greedy generate of 32 new tokens from a 16-token prompt,
 batch 1, with the prompt forward (prefill) timed on its own. The random models are built with torch
 and saved once to a temporary folder both sides load. "agree" compares the outputs: greedy tokens
 the same, or the largest embedding difference. Load time is from_pretrained (or SentenceTransformer(...)),

@@ -202,6 +202,17 @@ def test_nan_to_num_and_tests():
     assert_same(cb.tensor([1, 2]).isnan(), torch.tensor([1, 2]).isnan())
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_pow_fast_exponents(dtype):
+    """The exponents computed as products and roots (1, 2, 3, 4, +-0.5, -1, -2), on values with
+    zeros, negatives, infinities and NaN, strided input, and ints promoted by a float exponent."""
+    a = torch.tensor([0.0, -0.0, 1.5, -2.0, 3.0, float("inf"), -float("inf"), float("nan")], dtype=getattr(torch, dtype))
+    for e in (1.0, 2.0, 3.0, 4.0, 0.5, -0.5, -1.0, -2.0, 2, 3, 1.7):
+        assert_same(to_cb(a) ** e, a ** e)
+        assert_same(cb.pow(to_cb(a)[::2], e), torch.pow(a[::2], e))
+    assert_same(to_cb(torch.arange(5)) ** 2.0, torch.arange(5) ** 2.0)
+
+
 def test_named_arith_and_alpha():
     a, b = make((3,), seed=21), make((3,), seed=22)
     ca, cbb = to_cb(a), to_cb(b)
