@@ -145,3 +145,34 @@ def test_contains_h_and_errors():
     assert cb.normal(2.0, 3.0, size=(1000,)).mean().item() == pytest.approx(2.0, abs=0.4)
     assert tuple(cb.normal(cb.zeros(2, 1), cb.ones(3)).shape) == (2, 3)
     assert cb.randint_like(x, 5).dtype == cb.float32 and tuple(cb.randint_like(x, 5).shape) == (2, 2)
+
+
+def test_errors_of_the_added_functions_match_torch():
+    """Each bad call raises where torch raises, with the same exception type."""
+    x, i = make((3, 5)), make((3, 5), "int64")
+    bad_calls = [
+        lambda L, x, i: x.unfold(1, 6, 1),                      # window larger than the dim
+        lambda L, x, i: x.unfold(1, 2, 0),                      # step 0
+        lambda L, x, i: L.histc(i, bins=3),                     # integer input
+        lambda L, x, i: L.histc(x, bins=3, min=2, max=1),       # max < min
+        lambda L, x, i: L.mm(x, x.t(), out=L.zeros(3, 3, dtype=L.float64)),  # out= of the wrong dtype
+        lambda L, x, i: L.set_default_dtype(L.int64),           # not a float dtype
+    ]
+    for call in bad_calls:
+        with pytest.raises(Exception) as ref:
+            call(torch, x, i)
+        with pytest.raises(Exception) as ours:
+            call(cb, to_cb(x), to_cb(i))
+        assert isinstance(ours.value, type(ref.value)) or issubclass(type(ref.value), type(ours.value)) \
+            or isinstance(ours.value, RuntimeError) and isinstance(ref.value, RuntimeError), (ours.value, ref.value)
+    assert cb.get_default_dtype() == cb.float32
+    # torch resizes an out= tensor of another shape; candle_bind says it does not (README)
+    for call in (lambda: cb.mm(to_cb(x), to_cb(x).t(), out=cb.zeros(2, 2)),
+                 lambda: cb.cat([to_cb(x)] * 2, out=cb.zeros(5, 5)),
+                 lambda: cb.addmm(to_cb(x)[:, :3], to_cb(x), to_cb(x).t()[:, :3], out=cb.zeros(1))):
+        with pytest.raises(RuntimeError, match="does not resize out= tensors"):
+            call()
+    with pytest.raises(NotImplementedError, match="grouped_mm"):
+        cb.nn.functional.grouped_mm(cb.ones(2, 3), cb.ones(3, 4))
+    with pytest.raises(RuntimeError, match="56 bytes"):
+        cb.set_rng_state(cb.zeros(3, dtype=cb.uint8))

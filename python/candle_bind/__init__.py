@@ -185,8 +185,6 @@ for _name in _pointwise.FUNCTIONS:
     globals()[_name] = getattr(_pointwise, _name)
 for _name, _target in _pointwise.ALIASES.items():
     globals()[_name] = getattr(Tensor, _target)
-for _name in _pointwise.OUT_FUNCTIONS:
-    globals()[_name] = _pointwise._with_out(globals()[_name])
 _grouped_mm = _ops.grouped_mm
 del _name, _target
 

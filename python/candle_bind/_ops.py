@@ -14,6 +14,19 @@ from . import return_types
 # ---- fused multiply-adds (HF's GPT-2 Conv1D is addmm, BLOOM/GPT-NeoX attention is baddbmm) ----
 
 
+def _write_out(result, out):
+    """torch's `out=` for the functions written here: the result copied into `out` (same shape and
+    dtype, as the native ops' `out=` checks), which is what the call returns."""
+    if out is None:
+        return result
+    if tuple(out.shape) != tuple(result.shape):
+        raise RuntimeError(f"out= tensor has shape {list(out.shape)}, but the result has shape "
+                           f"{list(result.shape)} (candle_bind does not resize out= tensors)")
+    if out.dtype != result.dtype:
+        raise RuntimeError(f"Expected out tensor to have dtype {result.dtype}, but got {out.dtype} instead")
+    return out.copy_(result)
+
+
 def _scaled_sum(input, product, beta, alpha):
     if alpha != 1:
         product = product * alpha
@@ -27,31 +40,31 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
     if mat1.dim() != 2 or mat2.dim() != 2:
         raise RuntimeError(f"mat1 must be a matrix, got {mat1.dim()}-D tensor" if mat1.dim() != 2
                            else f"mat2 must be a matrix, got {mat2.dim()}-D tensor")
-    return _scaled_sum(input, mat1 @ mat2, beta, alpha)
+    return _write_out(_scaled_sum(input, mat1 @ mat2, beta, alpha), out)
 
 
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     """beta·input + alpha·(batch1 @ batch2), both batches 3-D."""
     if batch1.dim() != 3 or batch2.dim() != 3:
         raise RuntimeError("batch1 must be a 3D tensor" if batch1.dim() != 3 else "batch2 must be a 3D tensor")
-    return _scaled_sum(input, batch1.bmm(batch2), beta, alpha)
+    return _write_out(_scaled_sum(input, batch1.bmm(batch2), beta, alpha), out)
 
 
 def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     """beta·input + alpha·Σ_b batch1[b] @ batch2[b]."""
-    return _scaled_sum(input, batch1.bmm(batch2).sum(0), beta, alpha)
+    return _write_out(_scaled_sum(input, batch1.bmm(batch2).sum(0), beta, alpha), out)
 
 
 def addmv(input, mat, vec, *, beta=1, alpha=1, out=None):
-    return _scaled_sum(input, mat.mv(vec), beta, alpha)
+    return _write_out(_scaled_sum(input, mat.mv(vec), beta, alpha), out)
 
 
 def addcmul(input, tensor1, tensor2, *, value=1, out=None):
-    return input + (tensor1 * tensor2) * value if value != 1 else input + tensor1 * tensor2
+    return _write_out(input + (tensor1 * tensor2) * value if value != 1 else input + tensor1 * tensor2, out)
 
 
 def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
-    return input + (tensor1 / tensor2) * value if value != 1 else input + tensor1 / tensor2
+    return _write_out(input + (tensor1 / tensor2) * value if value != 1 else input + tensor1 / tensor2, out)
 
 
 def chain_matmul(*matrices):
@@ -514,7 +527,9 @@ def histc(input, bins=100, min=0, max=0, *, out=None):  # noqa: A002 - torch's n
     """Counts of the values in `bins` equal-width bins over [min, max] (the data's range when both are
     0); values outside are dropped, `max` itself falls in the last bin. Float input, float counts."""
     if not input.is_floating_point():
-        raise RuntimeError(f"\"histogram_cpu\" not implemented for '{repr(input.dtype).rsplit('.', 1)[-1].title()}'")
+        title = {"int64": "Long", "int32": "Int", "int16": "Short", "uint8": "Byte", "bool": "Bool"}
+        name = repr(input.dtype).rsplit(".", 1)[-1]
+        raise NotImplementedError(f"\"histogram_cpu\" not implemented for '{title.get(name, name)}'")
     x = input.reshape(-1).double()
     lo, hi = float(min), float(max)
     if lo == hi and x.numel():
@@ -525,8 +540,7 @@ def histc(input, bins=100, min=0, max=0, *, out=None):  # noqa: A002 - torch's n
         raise RuntimeError("torch.histc: max must be larger than min")
     x = x[(x >= lo) & (x <= hi)]
     idx = ((x - lo) * (bins / (hi - lo))).floor().long().clamp(0, bins - 1)
-    counts = idx.bincount(minlength=bins).to(input.dtype)
-    return counts if out is None else out.copy_(counts)
+    return _write_out(idx.bincount(minlength=bins).to(input.dtype), out)
 
 
 def grouped_mm(mat_a, mat_b, *, offs=None, bias=None, out_dtype=None):

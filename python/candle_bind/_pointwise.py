@@ -1,6 +1,6 @@
 """Elementwise torch functions that are other ops under torch's alternative names (`greater`,
-`absolute`, `arccos`, ...) or short compositions (`fmod`, `xlogy`, `logit`, `copysign`, ...), and
-torch's `out=` argument for the functions model code passes it to. Exported as `candle_bind.<name>`;
+`absolute`, `arccos`, ...) or short compositions (`fmod`, `xlogy`, `logit`, `copysign`, ...).
+Exported as `candle_bind.<name>`;
 those torch also has as methods become Tensor methods (with their in-place `_` forms).
 """
 
@@ -10,6 +10,7 @@ import math
 
 from . import _C
 from ._C import Tensor
+from ._ops import _write_out
 
 # torch's alternative names: alias -> the method it names.
 ALIASES = {
@@ -82,29 +83,6 @@ def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None):
     prod = prod * alpha if alpha != 1 else prod
     return _write_out(prod if beta == 0 else prod + (input if beta == 1 else input * beta), out)
 
-
-def _write_out(result, out):
-    """torch's `out=`: the result written into `out` (same shape), which is returned."""
-    if out is None:
-        return result
-    if tuple(out.shape) != tuple(result.shape):
-        raise RuntimeError(f"out= tensor has shape {tuple(out.shape)}, but the result has shape "
-                           f"{tuple(result.shape)} (candle_bind does not resize out= tensors)")
-    out.copy_(result)
-    return out
-
-
-def _with_out(fn):
-    def wrapped(*args, out=None, **kwargs):
-        return _write_out(fn(*args, **kwargs), out)
-
-    wrapped.__name__ = wrapped.__qualname__ = fn.__name__
-    wrapped.__doc__ = fn.__doc__
-    return wrapped
-
-
-# torch functions that take `out=` in model code (MoE expert loops write each group's mm into a view).
-OUT_FUNCTIONS = ("mm", "bmm", "matmul", "mv", "cat", "stack")
 
 METHODS = ("fmod", "xlogy", "logit", "deg2rad", "rad2deg", "signbit", "copysign", "heaviside", "addr")
 FUNCTIONS = METHODS + ("rsub",)

@@ -53,11 +53,16 @@ def _deepcopy(self, memo):
         new = self.clone()
         new.requires_grad = self.requires_grad
         memo[id(self)] = new
-        if self.__dict__:
-            import copy
-
-            new.__dict__.update(copy.deepcopy(self.__dict__, memo))
+        copy_attributes(self, new, memo)
     return memo[id(self)]
+
+
+def copy_attributes(src, dst, memo) -> None:
+    """Deep copies of the attributes set on `src` (`t._is_hf_initialized = True`) onto `dst`."""
+    if src.__dict__:
+        import copy
+
+        dst.__dict__.update(copy.deepcopy(src.__dict__, memo))
 
 
 def _reduce_ex(self, proto):

@@ -859,10 +859,12 @@ impl PyTensor {
         Ok(self.same(out))
     }
 
-    fn matmul(&self, other: &PyTensor) -> PyResult<PyTensor> {
-        matmul(self, other)
+    #[pyo3(signature = (other, *, out=None))]
+    fn matmul(&self, py: Python<'_>, other: &PyTensor, out: Option<&Bound<'_, PyTensor>>) -> PyResult<Py<PyAny>> {
+        super::inplace::into_out(py, matmul(self, other)?, out)
     }
-    fn mm(&self, mat2: &PyTensor) -> PyResult<PyTensor> {
+    #[pyo3(signature = (mat2, *, out=None))]
+    fn mm(&self, py: Python<'_>, mat2: &PyTensor, out: Option<&Bound<'_, PyTensor>>) -> PyResult<Py<PyAny>> {
         if self.rank() != 2 || mat2.rank() != 2 {
             return Err(runtime_err(format!(
                 "mm: expected 2-D tensors, got {}-D and {}-D",
@@ -870,9 +872,10 @@ impl PyTensor {
                 mat2.rank()
             )));
         }
-        matmul(self, mat2)
+        super::inplace::into_out(py, matmul(self, mat2)?, out)
     }
-    fn bmm(&self, mat2: &PyTensor) -> PyResult<PyTensor> {
+    #[pyo3(signature = (mat2, *, out=None))]
+    fn bmm(&self, py: Python<'_>, mat2: &PyTensor, out: Option<&Bound<'_, PyTensor>>) -> PyResult<Py<PyAny>> {
         if self.rank() != 3 || mat2.rank() != 3 {
             return Err(runtime_err("batch1 and batch2 must be 3D tensors"));
         }
@@ -885,13 +888,14 @@ impl PyTensor {
                 mat2.dims()[1]
             )));
         }
-        matmul(self, mat2)
+        super::inplace::into_out(py, matmul(self, mat2)?, out)
     }
-    fn mv(&self, vec: &PyTensor) -> PyResult<PyTensor> {
+    #[pyo3(signature = (vec, *, out=None))]
+    fn mv(&self, py: Python<'_>, vec: &PyTensor, out: Option<&Bound<'_, PyTensor>>) -> PyResult<Py<PyAny>> {
         if self.rank() != 2 || vec.rank() != 1 {
             return Err(runtime_err("vector + matrix @ vector expected, got 2-D and 1-D"));
         }
-        matmul(self, vec)
+        super::inplace::into_out(py, matmul(self, vec)?, out)
     }
     fn dot(&self, other: &PyTensor) -> PyResult<PyTensor> {
         if self.rank() != 1 || other.rank() != 1 {

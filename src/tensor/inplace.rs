@@ -260,6 +260,31 @@ impl PyTensor {
     }
 }
 
+/// torch's `out=`: `result` written into `out` (same shape and dtype; not resized), which is what
+/// the call returns; without `out`, the result itself.
+pub fn into_out(py: Python<'_>, result: PyTensor, out: Option<&Bound<'_, PyTensor>>) -> PyResult<Py<PyAny>> {
+    let Some(out) = out else { return Ok(Py::new(py, result)?.into_any()) };
+    {
+        let o = out.borrow();
+        if o.dims() != result.dims() {
+            return Err(runtime_err(format!(
+                "out= tensor has shape {:?}, but the result has shape {:?} (candle_bind does not resize out= tensors)",
+                o.dims(),
+                result.dims()
+            )));
+        }
+        if o.dtype != result.dtype {
+            return Err(runtime_err(format!(
+                "Expected out tensor to have dtype {}, but got {} instead",
+                result.dtype.name(),
+                o.dtype.name()
+            )));
+        }
+        o.assign(Operand::T(&result))?;
+    }
+    Ok(out.clone().into_any().unbind())
+}
+
 /// torch.can_cast: no float → int, no int → bool (same-kind casting).
 pub fn can_cast(from: DType, to: DType) -> bool {
     !(from.is_float() && !to.is_float() || from != DType::Bool && to == DType::Bool)

@@ -28,21 +28,25 @@ const STORAGE_DTYPES: [CDType; 9] = [
     CDType::F64,
 ];
 
-static ZEROS: OnceLock<Vec<Tensor>> = OnceLock::new();
+/// The shared zero of each storage dtype, with the address of its storage (what identifies meta).
+static ZEROS: OnceLock<Vec<(Tensor, usize)>> = OnceLock::new();
 
-fn zeros() -> &'static [Tensor] {
-    ZEROS.get_or_init(|| {
-        STORAGE_DTYPES.iter().filter_map(|d| Tensor::zeros((), *d, &Device::Cpu).ok()).collect()
-    })
+fn zero_of(d: CDType) -> Option<&'static (Tensor, usize)> {
+    let zeros = ZEROS.get_or_init(|| {
+        STORAGE_DTYPES
+            .iter()
+            .filter_map(|d| Tensor::zeros((), *d, &Device::Cpu).ok())
+            .map(|t| {
+                let addr = storage_addr(&t.storage_and_layout().0);
+                (t, addr)
+            })
+            .collect()
+    });
+    zeros.iter().find(|(t, _)| t.dtype() == d)
 }
 
-fn zero_of(d: CDType) -> Option<&'static Tensor> {
-    zeros().iter().find(|t| t.dtype() == d)
-}
-
-fn storage_addr(t: &Tensor) -> usize {
-    let (s, _) = t.storage_and_layout();
-    &*s as *const Storage as usize
+fn storage_addr(s: &Storage) -> usize {
+    s as *const Storage as usize
 }
 
 /// Whether `t` is a meta tensor (it views the shared meta storage of its dtype).
@@ -51,15 +55,17 @@ pub fn is_meta(t: &Tensor) -> bool {
     if t.elem_count() > 1 && t.layout().stride().iter().any(|s| *s != 0) {
         return false;
     }
-    match zero_of(t.dtype()) {
-        Some(z) => t.device().is_cpu() && storage_addr(t) == storage_addr(z),
-        None => false,
-    }
+    is_meta_storage(&t.storage_and_layout().0, t.dtype())
+}
+
+/// Whether `s` (a storage of dtype `d` whose read guard the caller already holds) is meta's.
+pub fn is_meta_storage(s: &Storage, d: CDType) -> bool {
+    zero_of(d).is_some_and(|(_, addr)| storage_addr(s) == *addr)
 }
 
 /// A meta tensor of `dims` and `dtype`.
 pub fn meta_tensor(dims: &[usize], dtype: DType) -> PyResult<PyTensor> {
-    let z = zero_of(dtype.candle()).ok_or_else(|| dtype.unsupported())?;
+    let (z, _) = zero_of(dtype.candle()).ok_or_else(|| dtype.unsupported())?;
     Ok(PyTensor::new(z.broadcast_as(dims).py()?, dtype))
 }
 
@@ -67,12 +73,24 @@ pub fn meta_tensor(dims: &[usize], dtype: DType) -> PyResult<PyTensor> {
 /// on the placeholder zeros.
 pub fn check_readable(t: &Tensor) -> PyResult<()> {
     if is_meta(t) {
-        return Err(runtime_err(
-            "this operation reads tensor values, which meta tensors do not have (only factories, views, casts \
-             and elementwise ops run on the meta device here)",
-        ));
+        return Err(unreadable());
     }
     Ok(())
+}
+
+/// `check_readable` on a storage whose read guard the caller holds (no second lock).
+pub fn check_storage_readable(s: &Storage, d: CDType) -> PyResult<()> {
+    if is_meta_storage(s, d) {
+        return Err(unreadable());
+    }
+    Ok(())
+}
+
+fn unreadable() -> PyErr {
+    runtime_err(
+            "this operation reads tensor values, which meta tensors do not have (only factories, views, casts \
+             and elementwise ops run on the meta device here)",
+    )
 }
 
 /// The error for reading a meta tensor's values.

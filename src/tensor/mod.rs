@@ -22,6 +22,8 @@ use crate::dtype::{DType, Kind};
 use crate::error::{runtime_err, IntoPyResult};
 use kernels::View;
 
+/// `dict`: tensors take attributes as torch's do (transformers marks loaded ones with `_is_hf_initialized`);
+/// it makes each tensor GC-tracked: ~30-50 ns more per tensor created (measured on 16-element ops).
 #[pyclass(name = "Tensor", module = "candle_bind", subclass, dict, weakref)]
 pub struct PyTensor {
     pub t: Tensor,
@@ -253,9 +255,9 @@ pub fn convert(t: &Tensor, to: candle_core::DType) -> PyResult<Tensor> {
 /// Runs `f` on a tensor's elements as f32, row-major: a contiguous f32 CPU tensor is read in place
 /// (under Candle's read lock: `f` must not write to the same storage); anything else is converted.
 pub fn with_f32<R>(t: &Tensor, f: impl FnOnce(&[f32]) -> R) -> PyResult<R> {
-    meta::check_readable(t)?;
     if t.dtype() == candle_core::DType::F32 && t.is_contiguous() && t.device().is_cpu() {
         let (storage, layout) = t.storage_and_layout();
+        meta::check_storage_readable(&storage, t.dtype())?;
         let Storage::Cpu(cpu) = &*storage else { return Err(runtime_err("expected a CPU tensor")) };
         let o = layout.start_offset();
         return Ok(f(&cpu.as_slice::<f32>().py()?[o..o + t.elem_count()]));
@@ -271,8 +273,8 @@ pub fn cpu_vec<T: WithDType>(t: &Tensor) -> PyResult<Vec<T>> {
 
 /// Runs `f` over a CPU tensor's elements (any layout) into a new contiguous tensor.
 pub fn map_cpu<T: WithDType, U: WithDType, F: Fn(T) -> U + Sync>(t: &Tensor, f: F) -> PyResult<Tensor> {
-    meta::check_readable(t)?;
     let (storage, layout) = t.storage_and_layout();
+    meta::check_storage_readable(&storage, t.dtype())?;
     let Storage::Cpu(cpu) = &*storage else {
         return Err(runtime_err("expected a CPU tensor"));
     };
@@ -290,10 +292,10 @@ pub fn zip_cpu<T: WithDType, U: WithDType, F: Fn(T, T) -> U + Sync>(
     out_dims: &[usize],
     f: F,
 ) -> PyResult<Tensor> {
-    meta::check_readable(a)?;
-    meta::check_readable(b)?;
     let (sa, la) = a.storage_and_layout();
     let (sb, lb) = b.storage_and_layout();
+    meta::check_storage_readable(&sa, a.dtype())?;
+    meta::check_storage_readable(&sb, b.dtype())?;
     let (Storage::Cpu(ca), Storage::Cpu(cb)) = (&*sa, &*sb) else {
         return Err(runtime_err("expected CPU tensors"));
     };

@@ -658,8 +658,12 @@ fn promoted(seq: &Bound<'_, PyAny>, op: &str) -> PyResult<(Vec<Tensor>, DType)> 
 
 /// torch.cat: legacy 1-D empty tensors are skipped; other shapes must match except at `dim`.
 #[pyfunction]
-#[pyo3(signature = (tensors, dim=0))]
-pub fn cat(tensors: &Bound<'_, PyAny>, dim: i64) -> PyResult<PyTensor> {
+#[pyo3(signature = (tensors, dim=0, *, out=None))]
+pub fn cat(tensors: &Bound<'_, PyAny>, dim: i64, out: Option<&Bound<'_, PyTensor>>) -> PyResult<Py<PyAny>> {
+    super::inplace::into_out(tensors.py(), cat_impl(tensors, dim)?, out)
+}
+
+fn cat_impl(tensors: &Bound<'_, PyAny>, dim: i64) -> PyResult<PyTensor> {
     let (ts, dt) = promoted(tensors, "cat")?;
     let ts: Vec<Tensor> = {
         let kept: Vec<Tensor> = ts.iter().filter(|t| !(t.rank() == 1 && t.elem_count() == 0)).cloned().collect();
@@ -691,8 +695,12 @@ pub fn cat(tensors: &Bound<'_, PyAny>, dim: i64) -> PyResult<PyTensor> {
 }
 
 #[pyfunction]
-#[pyo3(signature = (tensors, dim=0))]
-pub fn stack(tensors: &Bound<'_, PyAny>, dim: i64) -> PyResult<PyTensor> {
+#[pyo3(signature = (tensors, dim=0, *, out=None))]
+pub fn stack(tensors: &Bound<'_, PyAny>, dim: i64, out: Option<&Bound<'_, PyTensor>>) -> PyResult<Py<PyAny>> {
+    super::inplace::into_out(tensors.py(), stack_impl(tensors, dim)?, out)
+}
+
+fn stack_impl(tensors: &Bound<'_, PyAny>, dim: i64) -> PyResult<PyTensor> {
     let (ts, dt) = promoted(tensors, "stack")?;
     let d = norm_dim(dim, ts[0].rank() + 1)?;
     for (i, t) in ts.iter().enumerate() {

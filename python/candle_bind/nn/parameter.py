@@ -27,11 +27,10 @@ class Parameter(Tensor):
 
     def __deepcopy__(self, memo):
         if id(self) not in memo:
-            memo[id(self)] = Parameter(self.clone(), self.requires_grad)
-            if self.__dict__:
-                import copy
+            from .._tensor import copy_attributes
 
-                memo[id(self)].__dict__.update(copy.deepcopy(self.__dict__, memo))
+            memo[id(self)] = Parameter(self.clone(), self.requires_grad)
+            copy_attributes(self, memo[id(self)], memo)
         return memo[id(self)]
 
 
