@@ -4,6 +4,7 @@ mod device;
 mod dtype;
 mod error;
 mod io;
+mod isa;
 mod nn;
 mod pool;
 mod tensor;
@@ -68,6 +69,8 @@ mod candle_bind_c {
     #[pymodule_export]
     use crate::error::{CandleError, DTypeError, DeviceError, ShapeError};
     #[pymodule_export]
+    use crate::isa::cpu_capability;
+    #[pymodule_export]
     use crate::tensor::arith::{promote_types, result_type, where_fn};
     #[pymodule_export]
     use crate::tensor::convert::from_numpy;
@@ -111,6 +114,8 @@ mod candle_bind_c {
     #[pymodule_init]
     fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
         super::tune_malloc();
+        // Fix the kernel level (and gemm's cap) before any kernel runs.
+        crate::isa::level();
         let py = m.py();
         for d in crate::dtype::ALL {
             m.add(d.name(), crate::dtype::PyDType::object(py, d)?)?;

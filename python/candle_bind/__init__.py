@@ -572,3 +572,16 @@ def _hook_einops() -> None:
 
 
 _hook_einops()
+
+
+def _check_isa_request():
+    """CANDLE_BIND_ISA with a value we do not know is ignored (the CPU's best level runs); say so."""
+    unknown = _C.cpu_capability()[2]
+    if unknown is not None:
+        import warnings
+
+        warnings.warn(f"CANDLE_BIND_ISA={unknown!r} is not one of avx512, avx2, portable; ignored", RuntimeWarning,
+                      stacklevel=2)
+
+
+_check_isa_request()

@@ -13,7 +13,7 @@ use crate::tensor::PyTensor;
 #[inline(always)]
 fn lane_sums(x: &[f32], k: f32) -> ([f32; 16], [f32; 16]) {
     #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx") {
+    if crate::isa::level() >= crate::isa::Level::Avx2 {
         // SAFETY: the CPU has AVX.
         return unsafe { lane_sums_avx(x, k) };
     }

@@ -386,7 +386,7 @@ fn update_in_place(x: &PyTensor, o: Operand<'_>, op: super::arith::BinOp) -> PyR
 /// whole loop should take; `maxps` with the value as second operand returns it when it is NaN.
 fn relu_f32(x: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx") {
+    if crate::isa::level() >= crate::isa::Level::Avx2 {
         // SAFETY: the CPU has AVX.
         unsafe { relu_avx(x) };
         return;

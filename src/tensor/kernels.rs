@@ -1,6 +1,7 @@
 //! CPU elementwise engine: strided/broadcast iteration with dims coalesced so the inner loop runs
 //! over the longest contiguous (or constant) stretch, split across rayon threads for large outputs,
-//! and compiled again for AVX2+FMA / AVX-512 so math written as plain Rust vectorises.
+//! and compiled again for AVX2+FMA / AVX-512 so math written as plain Rust vectorises (the
+//! version run is `isa::level()`).
 
 use candle_core::Layout;
 
@@ -94,11 +95,12 @@ macro_rules! multiversion {
                 unsafe fn avx512<$($g),*>($($arg: $ty),*) $(-> $ret)? where $($w)* $body
                 #[target_feature(enable = "avx2,fma")]
                 unsafe fn avx2<$($g),*>($($arg: $ty),*) $(-> $ret)? where $($w)* $body
-                if std::is_x86_feature_detected!("avx512f") && std::is_x86_feature_detected!("avx512bw") {
+                let level = $crate::isa::level();
+                if level == $crate::isa::Level::Avx512 {
                     // SAFETY: the CPU has the features the function was compiled for.
                     return unsafe { avx512($($arg),*) };
                 }
-                if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+                if level == $crate::isa::Level::Avx2 {
                     // SAFETY: as above.
                     return unsafe { avx2($($arg),*) };
                 }

@@ -52,13 +52,11 @@ opt_einsum = _submodule("opt_einsum", "torch.backends.opt_einsum", enabled=False
 
 
 def _cpu_capability() -> str:
-    """torch's names for the widest vector ISA this CPU has ("AVX512", "AVX2" or "DEFAULT")."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            flags = next((line for line in f if line.startswith("flags")), "").split()
-    except OSError:
-        return "DEFAULT"
-    return "AVX512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "DEFAULT"
+    """torch's name for the vector ISA our kernels run ("AVX512", "AVX2" or "DEFAULT"): the best the
+    CPU has, or lower where CANDLE_BIND_ISA caps it (as ATEN_CPU_CAPABILITY does for torch)."""
+    from .. import _C
+
+    return _C.cpu_capability()[0]
 
 
 cpu = _submodule("cpu", "torch.backends.cpu", get_cpu_capability=_cpu_capability)

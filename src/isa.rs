@@ -1,0 +1,89 @@
+//! Which SIMD level the CPU kernels run: one build carries an AVX-512, an AVX2+FMA and a portable
+//! version of every hot loop (`kernels::multiversion!`, gemm), and picks at run time the best the
+//! CPU has. `CANDLE_BIND_ISA=avx2|portable` caps it lower, so every path can be tested and
+//! benchmarked on one machine; a level above the CPU's is never used (it would fault).
+
+use std::sync::atomic::{AtomicU8, Ordering};
+
+use pyo3::prelude::*;
+
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
+#[repr(u8)]
+pub enum Level {
+    Portable = 0,
+    Avx2 = 1,
+    Avx512 = 2,
+}
+
+impl Level {
+    fn from_u8(v: u8) -> Level {
+        match v {
+            2 => Level::Avx512,
+            1 => Level::Avx2,
+            _ => Level::Portable,
+        }
+    }
+    /// The names `torch.backends.cpu.get_cpu_capability()` gives for the same levels.
+    pub fn torch_name(self) -> &'static str {
+        match self {
+            Level::Avx512 => "AVX512",
+            Level::Avx2 => "AVX2",
+            Level::Portable => "DEFAULT",
+        }
+    }
+    fn parse(s: &str) -> Option<Level> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "avx512" | "avx512f" | "x86-v4" => Some(Level::Avx512),
+            "avx2" | "x86-v3" => Some(Level::Avx2),
+            "portable" | "default" | "scalar" | "none" => Some(Level::Portable),
+            _ => None,
+        }
+    }
+}
+
+/// The best level this CPU supports (AVX-512 means F+BW+VL: what the kernels are compiled for).
+pub fn detected() -> Level {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::is_x86_feature_detected!("avx512f") && std::is_x86_feature_detected!("avx512bw") && std::is_x86_feature_detected!("avx512vl") {
+            return Level::Avx512;
+        }
+        if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+            return Level::Avx2;
+        }
+    }
+    Level::Portable
+}
+
+const UNSET: u8 = u8::MAX;
+static ACTIVE: AtomicU8 = AtomicU8::new(UNSET);
+
+/// The level kernels use now: `detected()` capped by `CANDLE_BIND_ISA`, read once.
+#[inline]
+pub fn level() -> Level {
+    match ACTIVE.load(Ordering::Relaxed) {
+        UNSET => init(),
+        v => Level::from_u8(v),
+    }
+}
+
+#[cold]
+fn init() -> Level {
+    let best = detected();
+    let chosen = requested().and_then(|r| Level::parse(&r)).map_or(best, |r| r.min(best));
+    ACTIVE.store(chosen as u8, Ordering::Relaxed);
+    // gemm dispatches on its own; hand it the same cap before its first call.
+    gemm_common::MAX_X86_LEVEL.store(chosen as u8, Ordering::Relaxed);
+    chosen
+}
+
+fn requested() -> Option<String> {
+    std::env::var("CANDLE_BIND_ISA").ok().filter(|s| !s.trim().is_empty())
+}
+
+/// (active level, best level of this CPU, the CANDLE_BIND_ISA value if it is not one we know).
+#[pyfunction]
+pub fn cpu_capability() -> (&'static str, &'static str, Option<String>) {
+    let unknown = requested().filter(|r| Level::parse(r).is_none());
+    (level().torch_name(), detected().torch_name(), unknown)
+}
