@@ -9,7 +9,9 @@ use pyo3::prelude::*;
 use crate::dtype::DType;
 use crate::error::{runtime_err, shape_err, IntoPyResult};
 use crate::tensor::linalg::{gemm_slices, Elem};
-use crate::tensor::PyTensor;
+use crate::tensor::kernels::{multiversion, uninit_vec};
+use crate::tensor::linalg::gemm_serial;
+use crate::tensor::{with_slice, PyTensor};
 
 use super::Ptr;
 
@@ -83,19 +85,21 @@ impl Geo {
 }
 
 impl Geo {
-    /// im2col for one input plane: `dst` (k × out_len) gets, for every kernel tap, the input value
-    /// each output position reads (zero over padding). Rows are copied as slices where stride is 1.
-    fn im2col<T: Copy + Default>(&self, plane: &[T], dst: &mut [T]) {
-        let ol = self.out_len();
+    /// im2col of output rows `rows` for one input plane: `dst` (k × rows·out[2]) gets, for every
+    /// kernel tap, the input value each output position reads (zero over padding). Rows are copied
+    /// as slices where stride is 1.
+    #[inline(always)]
+    fn im2col<T: Copy + Default>(&self, plane: &[T], rows: std::ops::Range<usize>, dst: &mut [T]) {
         let o2 = self.out[2];
+        let width = rows.len() * o2;
         let mut t = 0;
         for a in 0..self.k[0] {
             for b in 0..self.k[1] {
                 for c in 0..self.k[2] {
-                    let rows = &mut dst[t * ol..(t + 1) * ol];
+                    let tap = &mut dst[t * width..(t + 1) * width];
                     let (lo, hi, shift) = self.column_run(c);
                     let s2 = self.stride[2] as i64;
-                    for (r, row) in rows.chunks_exact_mut(o2.max(1)).enumerate() {
+                    for (r, row) in rows.clone().zip(tap.chunks_exact_mut(o2.max(1))) {
                         let Some(src) = self.source_row(plane, a, b, r) else {
                             row.fill(T::default());
                             continue;
@@ -121,8 +125,9 @@ impl Geo {
 impl Geo {
     /// One plane of a depthwise convolution straight from the input: for every kernel tap, the
     /// in-range run of each output row gets `weight · input` added (the taps im2col would copy out).
-    fn weighted_taps<T: Elem>(&self, plane: &[T], weights: &[T], out: &mut [T]) {
-        out.iter_mut().for_each(|v| *v = T::default());
+    #[inline(always)]
+    fn weighted_taps<T: Elem>(&self, plane: &[T], weights: &[T], out: &mut [T], bias: T) {
+        out.iter_mut().for_each(|v| *v = bias);
         let o2 = self.out[2];
         let mut t = 0;
         for a in 0..self.k[0] {
@@ -157,7 +162,8 @@ impl Geo {
     /// Stride-1 depthwise over 1-2 dims: the plane is zero-padded once into rows of width
     /// Wp = W + 2·pad, so that each tap is one long contiguous multiply-add at a fixed offset
     /// (a·dil·Wp + b·dil) over all output rows at once; the valid columns are copied out at the end.
-    fn taps_over_padded<T: Elem>(&self, plane: &[T], weights: &[T], out: &mut [T]) {
+    #[inline(always)]
+    fn taps_over_padded<T: Elem>(&self, plane: &[T], weights: &[T], out: &mut [T], bias: T) {
         let ([_, h, w], [_, ph, pw], [_, dh, dw]) = (self.len, self.pad, self.dil);
         let (hp, wp) = (h + 2 * ph, w + 2 * pw);
         let (oh, ow) = (self.out[1], self.out[2]);
@@ -166,7 +172,7 @@ impl Geo {
             padded[(r + ph) * wp + pw..(r + ph) * wp + pw + w].copy_from_slice(src);
         }
         let long = (oh.max(1) - 1) * wp + ow;
-        let mut acc = vec![T::default(); long];
+        let mut acc = vec![bias; long];
         for a in 0..self.k[1] {
             for b in 0..self.k[2] {
                 let (wt, off) = (weights[a * self.k[2] + b], a * dh * wp + b * dw);
@@ -278,19 +284,22 @@ fn run(
         input: &PyTensor, weight: &PyTensor, bias: Option<&PyTensor>, geo: &Geo, (n, c_in, c_out, groups): (usize, usize, usize, usize),
         transposed: bool, out_dims: &[usize],
     ) -> PyResult<Tensor> {
-        let x = crate::tensor::cpu_vec::<T>(&input.t)?;
-        let w = crate::tensor::cpu_vec::<T>(&weight.t)?;
         let b = match bias { Some(b) => Some(crate::tensor::cpu_vec::<T>(&b.t)?), None => None };
         if b.as_ref().is_some_and(|b| b.len() != c_out) {
             return Err(shape_err(format!("bias should have {c_out} elements")));
         }
-        let y = Python::attach(|py| py.detach(|| {
-            if transposed {
-                conv_t_impl::<T>(&x, &w, b.as_deref(), geo, n, c_in, c_out, groups)
-            } else {
-                conv_impl::<T>(&x, &w, b.as_deref(), geo, n, c_in, c_out, groups)
-            }
-        }));
+        // Input and weight are read in place when they already are contiguous CPU tensors of T.
+        let y = with_slice::<T, _>(&input.t, |x| {
+            with_slice::<T, _>(&weight.t, |w| {
+                Python::attach(|py| py.detach(|| {
+                    if transposed {
+                        conv_t_impl::<T>(x, w, b.as_deref(), geo, n, c_in, c_out, groups)
+                    } else {
+                        conv_impl::<T>(x, w, b.as_deref(), geo, n, c_in, c_out, groups)
+                    }
+                }))
+            })
+        })??;
         Tensor::from_vec(y, out_dims, &Device::Cpu).py()
     }
     let shape = (n, c_in, c_out, groups);
@@ -303,58 +312,92 @@ fn run(
     Ok(PyTensor::new(result, input.dtype))
 }
 
+/// Column-buffer elements one im2col tile may take (~256 KB of f32): the tile's gemm then reads it
+/// from L2 instead of memory.
+const TILE_ELEMS: usize = 1 << 16;
+
 #[allow(clippy::too_many_arguments)]
 fn conv_impl<T: Elem + WithDType>(x: &[T], w: &[T], b: Option<&[T]>, g: &Geo, n: usize, c_in: usize, c_out: usize, groups: usize) -> Vec<T> {
     let (kk, ol, il) = (g.kernel(), g.out_len(), g.in_len());
     let (cin_g, cout_g) = (c_in / groups, c_out / groups);
-    let mut y = crate::tensor::kernels::uninit_vec::<T>(n * c_out * ol);
     // A 1x1 kernel with stride 1 and no padding reads the input as it is: no im2col.
     let direct = kk == 1 && g.stride == [1; 3] && g.pad == [0; 3];
     if cin_g == 1 && cout_g == 1 && !direct {
-        depthwise(x, w, &mut y, g, n * c_in, c_in);
-        add_bias(&mut y, b, c_out, ol);
+        let mut y = uninit_vec::<T>(n * c_out * ol);
+        depthwise(x, w, b, &mut y, g, n * c_in, c_in);
         return y;
     }
-    let threads = crate::pool::threads();
-    let yp = Ptr(y.as_mut_ptr());
-    // One (batch, group) pair: im2col (parallel over channels unless `serial`) and one gemm.
-    let one = |task: usize, cols: &mut Vec<T>, serial: bool| {
-        let (bi, gi) = (task / groups, task % groups);
-        let xg = &x[(bi * c_in + gi * cin_g) * il..(bi * c_in + (gi + 1) * cin_g) * il];
-        let rhs: &[T] = if direct {
-            xg
-        } else {
-            if cols.len() != cin_g * kk * ol {
-                *cols = crate::tensor::kernels::uninit_vec::<T>(cin_g * kk * ol);
-            }
-            let cp = Ptr(cols.as_mut_ptr());
-            let fill = |c: usize| {
-                // SAFETY: channel c owns rows c·k..(c+1)·k of cols.
-                let dst = unsafe { cp.block(c, kk * ol) };
-                g.im2col(&xg[c * il..(c + 1) * il], dst);
+    if let (Some(xf), Some(wf)) = (as_f32(x), as_f32(w)) {
+        let square3 = g.k == [1, 3, 3] && g.len[0] == 1 && g.stride == [1; 3] && g.dil == [1; 3];
+        if square3 && groups == 1 && super::winograd::worth_it(c_in, c_out, g.out[1], g.out[2]) {
+            let plan = super::winograd::Plan {
+                n, cin: c_in, cout: c_out, h: g.len[1], w: g.len[2], pad: [g.pad[1], g.pad[2]], oh: g.out[1], ow: g.out[2],
             };
-            if !serial && cin_g * kk * ol >= 1 << 15 {
-                crate::pool::for_each(cin_g, &fill);
-            } else {
-                (0..cin_g).for_each(fill);
-            }
-            cols
-        };
-        let wg = &w[gi * cout_g * cin_g * kk..(gi + 1) * cout_g * cin_g * kk];
-        // SAFETY: task (bi, gi) owns output channels gi·cout_g.. of batch bi: one block of cout_g·ol.
-        let yg = unsafe { yp.block(bi * groups + gi, cout_g * ol) };
-        gemm_slices(cout_g, cin_g * kk, ol, wg, cin_g * kk, 1, rhs, yg, serial);
-    };
-    let tasks = n * groups;
-    if tasks >= threads && threads > 1 {
-        // Enough pairs to keep every thread busy: each runs whole pairs on its own.
-        crate::pool::for_each(tasks, &|t| one(t, &mut Vec::new(), true));
-    } else {
-        let mut cols = Vec::new();
-        (0..tasks).for_each(|t| one(t, &mut cols, false));
+            let y = super::winograd::conv3x3(xf, wf, b.and_then(as_f32), &plan);
+            // SAFETY: T is f32 here (as_f32 succeeded), so the Vec's layout is the same.
+            return unsafe { std::mem::transmute::<Vec<f32>, Vec<T>>(y) };
+        }
     }
-    add_bias(&mut y, b, c_out, ol);
+    let mut y = uninit_vec::<T>(n * c_out * ol);
+    let kdim = cin_g * kk;
+    // Output rows (all but the last spatial dim) per tile: whole rows, about TILE_ELEMS of columns.
+    let (rows_all, o2) = (g.out[0] * g.out[1], g.out[2].max(1));
+    let rows_per = if direct { rows_all } else { (TILE_ELEMS / (kdim * o2).max(1)).clamp(1, rows_all.max(1)) };
+    let tiles = rows_all.div_ceil(rows_per.max(1)).max(1);
+    let yp = Ptr(y.as_mut_ptr());
+    // One tile: output rows r0..r1 of (batch, group): im2col into a small buffer, bias, one gemm.
+    let tile = |task: usize| {
+        let (bi, gi, ti) = (task / (groups * tiles), task / tiles % groups, task % tiles);
+        let rows = ti * rows_per..((ti + 1) * rows_per).min(rows_all);
+        let (c0, width) = (rows.start * o2, rows.len() * o2);
+        let xg = &x[(bi * c_in + gi * cin_g) * il..(bi * c_in + (gi + 1) * cin_g) * il];
+        let wg = &w[gi * cout_g * kdim..(gi + 1) * cout_g * kdim];
+        let mut cols: Vec<T>;
+        let (rhs, ldb): (&[T], usize) = if direct {
+            (&xg[c0..], il)
+        } else {
+            cols = uninit_vec::<T>(kdim * width);
+            for (c, dst) in cols.chunks_exact_mut(kk * width).enumerate() {
+                g.im2col(&xg[c * il..(c + 1) * il], rows.clone(), dst);
+            }
+            (&cols, width)
+        };
+        // SAFETY: this task alone writes columns c0..c0+width of output channels gi·cout_g.. of batch bi.
+        let dst = unsafe { yp.get().add((bi * c_out + gi * cout_g) * ol + c0) };
+        if let Some(b) = b {
+            for co in 0..cout_g {
+                // SAFETY: as above, row co of the tile.
+                unsafe { std::slice::from_raw_parts_mut(dst.add(co * ol), width) }.fill(b[gi * cout_g + co]);
+            }
+        }
+        // SAFETY: wg is cout_g × kdim, rhs kdim × width at row stride ldb, dst cout_g × width at ol.
+        unsafe { gemm_serial(cout_g, kdim, width, wg.as_ptr(), kdim, rhs.as_ptr(), ldb, dst, ol, b.is_some()) };
+    };
+    let tasks = n * groups * tiles;
+    if direct && tasks < crate::pool::threads() {
+        // Few large 1x1 products: split their columns over the threads instead.
+        for t in 0..tasks {
+            let (bi, gi) = (t / groups, t % groups);
+            let xg = &x[(bi * c_in + gi * cin_g) * il..(bi * c_in + (gi + 1) * cin_g) * il];
+            let wg = &w[gi * cout_g * cin_g..(gi + 1) * cout_g * cin_g];
+            // SAFETY: block (bi, gi) of the output is cout_g·ol contiguous elements.
+            let yg = unsafe { yp.block(bi * groups + gi, cout_g * ol) };
+            gemm_slices(cout_g, cin_g, ol, wg, cin_g, 1, xg, yg, false);
+            if let Some(b) = b {
+                add_bias(yg, &b[gi * cout_g..(gi + 1) * cout_g], cout_g, ol);
+            }
+        }
+    } else {
+        crate::pool::for_each(tasks, &tile);
+    }
     y
+}
+
+/// The slice as f32 when T is f32.
+fn as_f32<T: 'static>(v: &[T]) -> Option<&[f32]> {
+    (std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>())
+        // SAFETY: T is f32.
+        .then(|| unsafe { std::slice::from_raw_parts(v.as_ptr() as *const f32, v.len()) })
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -378,31 +421,43 @@ fn conv_t_impl<T: Elem + WithDType>(x: &[T], w: &[T], b: Option<&[T]>, g: &Geo, 
             }
         }
     }
-    add_bias(&mut y, b, c_out, ol);
+    if let Some(b) = b {
+        add_bias(&mut y, b, c_out, ol);
+    }
     y
 }
 
-/// One filter per channel (groups == channels): im2col of the plane, then a weighted sum of its
-/// k rows, channels in parallel.
-fn depthwise<T: Elem>(x: &[T], w: &[T], y: &mut [T], g: &Geo, planes: usize, channels: usize) {
+/// One filter per channel (groups == channels): each plane's weighted taps straight from the
+/// input (bias as the starting value), planes in parallel.
+fn depthwise<T: Elem>(x: &[T], w: &[T], b: Option<&[T]>, y: &mut [T], g: &Geo, planes: usize, channels: usize) {
     let (kk, ol, il) = (g.kernel(), g.out_len(), g.in_len());
     let yp = Ptr(y.as_mut_ptr());
-    let flat = g.k[0] == 1 && g.len[0] == 1 && g.stride[1] == 1 && g.stride[2] == 1;
     let work = |p: usize| {
         // SAFETY: plane p owns its output block.
         let out = unsafe { yp.block(p, ol) };
-        let (plane, wc) = (&x[p * il..(p + 1) * il], &w[(p % channels) * kk..(p % channels + 1) * kk]);
-        if flat {
-            g.taps_over_padded(plane, wc, out);
-        } else {
-            g.weighted_taps(plane, wc, out);
-        }
+        let c = p % channels;
+        let bias = b.map_or(T::default(), |b| b[c]);
+        depthwise_plane(g, &x[p * il..(p + 1) * il], &w[c * kk..(c + 1) * kk], out, bias);
     };
     crate::pool::for_each(planes, &work);
 }
 
-fn add_bias<T: Elem>(y: &mut [T], b: Option<&[T]>, c_out: usize, ol: usize) {
-    if let Some(b) = b {
+multiversion! {
+    fn depthwise_plane<T>(g: &Geo, plane: &[T], weights: &[T], out: &mut [T], bias: T)
+    where [T: Elem]
+    {
+        if g.k[0] == 1 && g.len[0] == 1 && g.stride[1] == 1 && g.stride[2] == 1 {
+            g.taps_over_padded(plane, weights, out, bias);
+        } else {
+            g.weighted_taps(plane, weights, out, bias);
+        }
+    }
+}
+
+multiversion! {
+    fn add_bias<T>(y: &mut [T], b: &[T], c_out: usize, ol: usize)
+    where [T: Elem]
+    {
         for (i, plane) in y.chunks_mut(ol.max(1)).enumerate() {
             let v = b[i % c_out];
             plane.iter_mut().for_each(|x| *x = *x + v);

@@ -270,6 +270,31 @@ pub fn gemm_slices<T: Elem>(m: usize, k: usize, n: usize, a: &[T], lda: usize, c
     }
 }
 
+/// dst (m×n, row stride `ldd`) = a (m×k, row stride `lda`) · b (k×n, row stride `ldb`), on the calling
+/// thread; with `accumulate` the product is added to what dst holds (a bias written there first
+/// comes out in the same pass).
+///
+/// # Safety
+/// The three matrices must be in bounds at the given strides, and nothing else may touch dst's
+/// elements meanwhile.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn gemm_serial<T: Elem>(m: usize, k: usize, n: usize, a: *const T, lda: usize, b: *const T, ldb: usize, dst: *mut T, ldd: usize, accumulate: bool) {
+    if m == 0 || n == 0 || k == 0 {
+        return;
+    }
+    let keep = if accumulate { <T as Elem>::one() } else { T::default() };
+    // SAFETY: the caller's contract.
+    unsafe {
+        gemm::gemm(
+            m, n, k,
+            dst, 1, ldd as isize, accumulate,
+            a, 1, lda as isize,
+            b, 1, ldb as isize,
+            keep, <T as Elem>::one(), false, false, false, gemm::Parallelism::None,
+        )
+    }
+}
+
 /// dst[bi][rows, cols] = A[bi][rows, :] · B[bi][:, cols] through gemm (row-major dst of width `n`).
 #[allow(clippy::too_many_arguments)]
 fn gemm_block<T: Elem>(

@@ -255,14 +255,19 @@ pub fn convert(t: &Tensor, to: candle_core::DType) -> PyResult<Tensor> {
 /// Runs `f` on a tensor's elements as f32, row-major: a contiguous f32 CPU tensor is read in place
 /// (under Candle's read lock: `f` must not write to the same storage); anything else is converted.
 pub fn with_f32<R>(t: &Tensor, f: impl FnOnce(&[f32]) -> R) -> PyResult<R> {
-    if t.dtype() == candle_core::DType::F32 && t.is_contiguous() && t.device().is_cpu() {
+    with_slice::<f32, R>(t, f)
+}
+
+/// `with_f32` for any element type `T`.
+pub fn with_slice<T: WithDType, R>(t: &Tensor, f: impl FnOnce(&[T]) -> R) -> PyResult<R> {
+    if t.dtype() == T::DTYPE && t.is_contiguous() && t.device().is_cpu() {
         let (storage, layout) = t.storage_and_layout();
         meta::check_storage_readable(&storage, t.dtype())?;
         let Storage::Cpu(cpu) = &*storage else { return Err(runtime_err("expected a CPU tensor")) };
         let o = layout.start_offset();
-        return Ok(f(&cpu.as_slice::<f32>().py()?[o..o + t.elem_count()]));
+        return Ok(f(&cpu.as_slice::<T>().py()?[o..o + t.elem_count()]));
     }
-    Ok(f(&cpu_vec::<f32>(t)?))
+    Ok(f(&cpu_vec::<T>(t)?))
 }
 
 /// A tensor's elements, row-major, on the CPU and converted to `T` (a copy).

@@ -1,0 +1,254 @@
+//! 3×3 stride-1 convolution by Winograd F(2×2, 3×3): every 4×4 input tile and 3×3 filter are
+//! transformed so that a 2×2 block of outputs costs 16 multiplies instead of 36. Summed over input
+//! channels those products are 16 gemms, (C_out × C_in)·(C_in × tiles), so the arithmetic drops
+//! 2.25× and stays in gemm. Tiles go in blocks of whole tile rows sized to stay in L2. Filters are
+//! transformed once per weight content and cached (inference weights do not change).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use crate::tensor::kernels::{multiversion, uninit_vec};
+use crate::tensor::linalg::gemm_serial;
+
+use super::Ptr;
+
+/// What one tile block's transformed input and products may take (f32 elements, ~512 KB).
+const BLOCK_ELEMS: usize = 1 << 17;
+/// Extra elements between the 16 transformed matrices of a block (see `conv3x3`).
+const SKEW: usize = 48;
+
+/// A 3×3 convolution's geometry (one spatial plane of H × W, symmetric zero padding).
+pub struct Plan {
+    pub n: usize,
+    pub cin: usize,
+    pub cout: usize,
+    pub h: usize,
+    pub w: usize,
+    pub pad: [usize; 2],
+    pub oh: usize,
+    pub ow: usize,
+}
+
+/// Worth it where gemm stays efficient: enough channels to amortise the transforms and enough
+/// tiles per image to fill a block.
+pub fn worth_it(cin: usize, cout: usize, oh: usize, ow: usize) -> bool {
+    cin >= 16 && cout >= 16 && oh.div_ceil(2) * ow.div_ceil(2) >= 16
+}
+
+pub fn conv3x3(x: &[f32], w: &[f32], bias: Option<&[f32]>, p: &Plan) -> Vec<f32> {
+    let (th, tw) = (p.oh.div_ceil(2), p.ow.div_ceil(2));
+    // Padded planes cover every tile's 4×4 window: input (h, w) sits at (h + pad, w + pad).
+    let (hp, wp) = (2 * th + 2, 2 * tw + 2);
+    let planes = p.n * p.cin;
+    let mut padded = vec![0f32; planes * hp * wp];
+    let pp = Ptr(padded.as_mut_ptr());
+    crate::pool::for_each(planes, &|i| {
+        // SAFETY: plane i owns its block.
+        let dst = unsafe { pp.block(i, hp * wp) };
+        let src = &x[i * p.h * p.w..(i + 1) * p.h * p.w];
+        for (r, row) in src.chunks_exact(p.w.max(1)).enumerate().take(p.h) {
+            let (rr, c0) = (r + p.pad[0], p.pad[1]);
+            if rr < hp {
+                let n = p.w.min(wp.saturating_sub(c0));
+                dst[rr * wp + c0..rr * wp + c0 + n].copy_from_slice(&row[..n]);
+            }
+        }
+    });
+    let u = filters(w, p.cout, p.cin);
+    let rows_per = (BLOCK_ELEMS / (16 * (p.cin + p.cout) * tw).max(1)).clamp(1, th);
+    let blocks = th.div_ceil(rows_per);
+    let mut y = uninit_vec::<f32>(p.n * p.cout * p.oh * p.ow);
+    let yp = Ptr(y.as_mut_ptr());
+    let task = |i: usize| {
+        let (bi, blk) = (i / blocks, i % blocks);
+        let ty0 = blk * rows_per;
+        let rows = rows_per.min(th - ty0);
+        let tb = rows * tw;
+        // The 16 matrices sit a little more than their size apart: at a multiple of 4 KB, the 16
+        // streams each transform reads or writes would share cache sets (measured: 2x slower).
+        let (sv, sm) = (p.cin * tb + SKEW, p.cout * tb + SKEW);
+        let mut v = uninit_vec::<f32>(16 * sv);
+        let mut m = uninit_vec::<f32>(16 * sm);
+        let mut scratch = uninit_vec::<f32>(8 * (tw + 1));
+        let img = &padded[bi * p.cin * hp * wp..(bi + 1) * p.cin * hp * wp];
+        for c in 0..p.cin {
+            input_tiles(&img[c * hp * wp..(c + 1) * hp * wp], wp, ty0, rows, tw, &mut v, c * tb, sv, &mut scratch);
+        }
+        for xi in 0..16 {
+            // SAFETY: U[xi] is cout × cin, V[xi] cin × tb, M[xi] cout × tb, all row-major and owned here.
+            unsafe {
+                gemm_serial(
+                    p.cout, p.cin, tb,
+                    u[xi * p.cout * p.cin..].as_ptr(), p.cin,
+                    v[xi * sv..].as_ptr(), tb,
+                    m[xi * sm..].as_mut_ptr(), tb, false,
+                )
+            };
+        }
+        let plane = p.oh * p.ow;
+        for co in 0..p.cout {
+            // SAFETY: this task writes output rows 2·ty0.. of its image only, and each channel's plane once.
+            let out = unsafe { std::slice::from_raw_parts_mut(yp.get().add((bi * p.cout + co) * plane), plane) };
+            let b = bias.map_or(0.0, |b| b[co]);
+            output_tiles(&m, co * tb, sm, out, p.ow, p.oh, ty0, rows, tw, b, &mut scratch);
+        }
+    };
+    crate::pool::for_each(p.n * blocks, &task);
+    y
+}
+
+multiversion! {
+    /// V = Bᵀ·d·B for the tiles of rows ty0..ty0+rows of one padded plane (row length wp = 2·tw + 2),
+    /// into v[ξ·stride + at + t]. Each input row is split into its even and odd columns first, so
+    /// every later load and store runs at unit stride over the tiles of a row (and vectorises).
+    #[allow(clippy::too_many_arguments)]
+    fn input_tiles<>(plane: &[f32], wp: usize, ty0: usize, rows: usize, tw: usize, v: &mut [f32], at: usize, stride: usize, scratch: &mut [f32])
+    where []
+    {
+        let n = tw + 1;
+        let (ev, od) = scratch[..8 * n].split_at_mut(4 * n);
+        let vp = v.as_mut_ptr();
+        for ty in 0..rows {
+            for i in 0..4 {
+                let row = &plane[(2 * (ty0 + ty) + i) * wp..][..2 * n];
+                for (k, pair) in row.chunks_exact(2).enumerate() {
+                    ev[i * n + k] = pair[0];
+                    od[i * n + k] = pair[1];
+                }
+            }
+            let t0 = at + ty * tw;
+            assert!(15 * stride + t0 + tw <= v.len());
+            for tx in 0..tw {
+                // Row i of d·B: [d0 - d2, d1 + d2, d2 - d1, d1 - d3] with d0..d3 = e[tx], o[tx], e[tx+1], o[tx+1].
+                let mut h = [[0f32; 4]; 4];
+                for (i, hi) in h.iter_mut().enumerate() {
+                    let (e0, o0, e1, o1) = (ev[i * n + tx], od[i * n + tx], ev[i * n + tx + 1], od[i * n + tx + 1]);
+                    *hi = [e0 - e1, o0 + e1, e1 - o0, o0 - o1];
+                }
+                for j in 0..4 {
+                    let vals = [h[0][j] - h[2][j], h[1][j] + h[2][j], h[2][j] - h[1][j], h[1][j] - h[3][j]];
+                    for (a, val) in vals.into_iter().enumerate() {
+                        // SAFETY: (a·4 + j)·stride + t0 + tx < v.len(), checked above.
+                        unsafe { *vp.add((a * 4 + j) * stride + t0 + tx) = val };
+                    }
+                }
+            }
+        }
+    }
+}
+
+multiversion! {
+    /// Y = Aᵀ·M·A + bias for one output channel's tiles of rows ty0..ty0+rows (m[ξ·stride + at + t]),
+    /// clipped to the oh × ow plane. The four outputs of each tile go to four unit-stride rows first
+    /// and are interleaved into the plane after.
+    #[allow(clippy::too_many_arguments)]
+    fn output_tiles<>(m: &[f32], at: usize, stride: usize, out: &mut [f32], ow: usize, oh: usize, ty0: usize, rows: usize, tw: usize, bias: f32, scratch: &mut [f32])
+    where []
+    {
+        let (y00, rest) = scratch[..4 * tw].split_at_mut(tw);
+        let (y01, rest) = rest.split_at_mut(tw);
+        let (y10, y11) = rest.split_at_mut(tw);
+        for ty in 0..rows {
+            let t0 = at + ty * tw;
+            assert!(15 * stride + t0 + tw <= m.len());
+            for tx in 0..tw {
+                // SAFETY: k·stride + t0 + tx < m.len() for k ≤ 15, checked above.
+                let g = |k: usize| unsafe { *m.get_unchecked(k * stride + t0 + tx) };
+                // t = Aᵀ·M (2×4), then Y = t·A (2×2).
+                let mut t = [[0f32; 4]; 2];
+                for j in 0..4 {
+                    let (m0, m1, m2, m3) = (g(j), g(4 + j), g(8 + j), g(12 + j));
+                    t[0][j] = m0 + m1 + m2;
+                    t[1][j] = m1 - m2 - m3;
+                }
+                y00[tx] = t[0][0] + t[0][1] + t[0][2] + bias;
+                y01[tx] = t[0][1] - t[0][2] - t[0][3] + bias;
+                y10[tx] = t[1][0] + t[1][1] + t[1][2] + bias;
+                y11[tx] = t[1][1] - t[1][2] - t[1][3] + bias;
+            }
+            let r = 2 * (ty0 + ty);
+            interleave(&mut out[r * ow..(r + 1) * ow], y00, y01);
+            if r + 1 < oh {
+                interleave(&mut out[(r + 1) * ow..(r + 2) * ow], y10, y11);
+            }
+        }
+    }
+}
+
+/// row[2i] = a[i], row[2i + 1] = b[i], for as much of the row as there is.
+#[inline(always)]
+fn interleave(row: &mut [f32], a: &[f32], b: &[f32]) {
+    let half = row.len() / 2;
+    let mut pairs = row.chunks_exact_mut(2);
+    for ((p, &x), &y) in (&mut pairs).zip(a).zip(b) {
+        p[0] = x;
+        p[1] = y;
+    }
+    if let Some(last) = pairs.into_remainder().first_mut() {
+        *last = a[half];
+    }
+}
+
+/// U = G·g·Gᵀ for every filter, as 16 matrices (C_out × C_in): transformed once per weight content.
+fn filters(w: &[f32], cout: usize, cin: usize) -> Arc<Vec<f32>> {
+    type Cache = Mutex<HashMap<(usize, usize, usize), (u64, Arc<Vec<f32>>)>>;
+    static CACHE: std::sync::OnceLock<Cache> = std::sync::OnceLock::new();
+    /// Transformed filters kept, in elements (~256 MB); past it the cache starts over.
+    const CAP: usize = 64 << 20;
+    let key = (w.as_ptr() as usize, cout, cin);
+    let sum = fingerprint(w);
+    let cache = CACHE.get_or_init(Default::default);
+    if let Some((s, u)) = cache.lock().ok().and_then(|c| c.get(&key).cloned()) {
+        if s == sum {
+            return u;
+        }
+    }
+    let u = Arc::new(transform_filters(w, cout, cin));
+    if let Ok(mut c) = cache.lock() {
+        if c.values().map(|(_, u)| u.len()).sum::<usize>() + u.len() > CAP {
+            c.clear();
+        }
+        c.insert(key, (sum, u.clone()));
+    }
+    u
+}
+
+fn transform_filters(w: &[f32], cout: usize, cin: usize) -> Vec<f32> {
+    let mut u = uninit_vec::<f32>(16 * cout * cin);
+    for (f, g) in w.chunks_exact(9).enumerate() {
+        // Gg (4×3), rows of g combined; then (Gg)·Gᵀ, columns combined the same way.
+        let gg = [
+            [g[0], g[1], g[2]],
+            [(g[0] + g[3] + g[6]) * 0.5, (g[1] + g[4] + g[7]) * 0.5, (g[2] + g[5] + g[8]) * 0.5],
+            [(g[0] - g[3] + g[6]) * 0.5, (g[1] - g[4] + g[7]) * 0.5, (g[2] - g[5] + g[8]) * 0.5],
+            [g[6], g[7], g[8]],
+        ];
+        for (i, r) in gg.iter().enumerate() {
+            let row = [r[0], (r[0] + r[1] + r[2]) * 0.5, (r[0] - r[1] + r[2]) * 0.5, r[2]];
+            for (j, val) in row.into_iter().enumerate() {
+                u[(i * 4 + j) * cout * cin + f] = val;
+            }
+        }
+    }
+    u
+}
+
+multiversion! {
+    /// A content hash of the weights: 16 lanes of `s = (s ^ bits) · odd`, a bijection per step, so a
+    /// change to any one element always changes it.
+    fn fingerprint<>(w: &[f32]) -> u64
+    where []
+    {
+        let mut lanes = [0x243f_6a88u32; 16];
+        let mut chunks = w.chunks_exact(16);
+        for c in &mut chunks {
+            for (s, v) in lanes.iter_mut().zip(c) {
+                *s = (*s ^ v.to_bits()).wrapping_mul(0x9e37_79b1);
+            }
+        }
+        for (s, v) in lanes.iter_mut().zip(chunks.remainder()) {
+            *s = (*s ^ v.to_bits()).wrapping_mul(0x85eb_ca6b);
+        }
+        lanes.iter().fold(w.len() as u64, |h, &s| (h.rotate_left(17) ^ s as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15))
+    }
+}
