@@ -22,11 +22,12 @@ import argparse
 import importlib.util
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
 import time
+
+from harness import cpu_line
 
 WORDS = ("the quick brown fox jumps over a lazy dog while seven small robots quietly compute "
          "embeddings for every sentence in this rather arbitrary benchmark corpus").split()
@@ -160,14 +161,6 @@ def agree(t, c):
     if all(isinstance(v, int) for v in t["check"]):
         return "same" if t["check"] == c["check"] else "DIFF"
     return f"{max(abs(a - b) for a, b in zip(t['check'], c['check'])):.0e}"
-
-
-def cpu_line():
-    info = open("/proc/cpuinfo").read()
-    names = [ln.split(":", 1)[1].strip() for ln in info.splitlines() if ln.startswith("model name")]
-    model = names[0] if names else platform.processor()
-    isa = "AVX-512" if " avx512f" in info else "AVX2" if " avx2" in info else "no AVX2"
-    return f"cpu: {model}, {isa}, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f}"
 
 
 def main():

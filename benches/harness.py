@@ -1,7 +1,26 @@
 """What every benchmark script shares: --threads, best-of timing, one ratio row per case."""
 
 import argparse
+import os
+import platform
 import timeit
+
+
+def cpu_line():
+    """The CPU, the ISA level each side's kernels run (candle_bind's honours CANDLE_BIND_ISA, torch's
+    ATEN_CPU_CAPABILITY) and the load: printed with every table."""
+    import torch
+
+    import candle_bind as cb
+
+    try:
+        info = open("/proc/cpuinfo").read()
+    except OSError:
+        info = ""
+    names = [ln.split(":", 1)[1].strip() for ln in info.splitlines() if ln.startswith("model name")]
+    model = names[0] if names else platform.processor()
+    return (f"cpu: {model}, {os.cpu_count()} cores, ISA: candle_bind {cb.backends.cpu.get_cpu_capability()}, "
+            f"torch {torch.backends.cpu.get_cpu_capability()}; load average {os.getloadavg()[0]:.2f}")
 
 
 def setup(doc: str):
@@ -16,6 +35,7 @@ def setup(doc: str):
     if args.threads:
         torch.set_num_threads(args.threads)
         cb.set_num_threads(args.threads)
+    print(cpu_line())
     print(f"threads: torch {torch.get_num_threads()}, candle_bind {cb.get_num_threads()}")
     return torch, cb
 

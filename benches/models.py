@@ -21,7 +21,7 @@ import torch
 
 import candle_bind as cb
 import candle_bind.compat as compat
-from harness import best, header
+from harness import best, cpu_line, header
 
 SWAP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples", "swap")
 MODELS = ["gpt", "llama", "resnet", "unet", "rnn_lm", "vit", "audio", "hf_gpt2"]
@@ -78,7 +78,7 @@ def main():
         for threads in args.threads or [1, 2]:
             torch.set_num_threads(threads)
             cb.set_num_threads(threads)
-            print(f"\nthreads: {threads}")
+            print(f"\n{cpu_line()}\nthreads: {threads}")
             tdt, cdt = getattr(torch, args.dtype), getattr(cb, args.dtype)
             header(f"end to end: construct + load + forward [+ generate], {args.dtype}", 50, "ms")
             for name, (ref, ours, path) in scripts.items():

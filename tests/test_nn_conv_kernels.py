@@ -1,0 +1,115 @@
+"""The convolution kernel paths against torch, each at the sizes that pick it: Winograd F(2x2,3x3)
+for 3x3 stride-1 convs with 16+ channels (its filter cache included), im2col over tiles of output
+rows, 1x1 convs as a plain product, depthwise. `tests/test_isa.py` reruns them at every lower ISA
+level the CPU has."""
+
+import pytest
+import torch
+
+import candle_bind as cb
+from candle_bind import nn
+import candle_bind.nn.functional as F
+from conftest import assert_same, check_layer, make, to_cb
+
+
+def pair(cls, *args, **kwargs):
+    torch.manual_seed(0)
+    return getattr(torch.nn, cls)(*args, **kwargs), getattr(nn, cls)(*args, **kwargs)
+
+
+# (batch, C_in, C_out, H, W, padding, bias): odd and even planes (partial last tile row and
+# column), padding 0-2, several tile-row blocks, one tile per image at the smallest.
+WINOGRAD = [(1, 16, 16, 8, 8, 1, True), (2, 16, 32, 9, 11, 1, False), (1, 32, 16, 7, 8, 0, True),
+            (3, 17, 19, 13, 10, 2, True), (1, 64, 64, 56, 56, 1, True), (2, 24, 40, 30, 5, 1, True),
+            (1, 16, 16, 6, 70, 1, False)]
+
+
+@pytest.mark.parametrize("n,cin,cout,h,w,p,bias", WINOGRAD)
+def test_winograd_3x3(n, cin, cout, h, w, p, bias):
+    t, c = pair("Conv2d", cin, cout, 3, padding=p, bias=bias)
+    check_layer(t, c, make((n, cin, h, w), seed=1), atol=2e-5, rtol=1e-4)
+
+
+def test_winograd_non_contiguous_input_and_float64():
+    t, c = pair("Conv2d", 16, 16, 3, padding=1)
+    x = make((2, 9, 16, 10), seed=2).permute(0, 2, 1, 3)
+    check_layer(t, c, x, atol=2e-5)
+    check_layer(t.double(), c.double(), x.double(), atol=1e-10)
+
+
+def test_winograd_filters_follow_weight_changes():
+    """Transformed filters are cached by weight content: writes in place, a new state_dict loaded
+    into the same parameters and a fresh layer all give torch's answer."""
+    t, c = pair("Conv2d", 32, 32, 3, padding=1)
+    x = make((1, 32, 12, 12), seed=3)
+    check_layer(t, c, x, atol=2e-5)
+    with torch.no_grad():
+        t.weight[3, 5, 1, 1] += 1.0
+    check_layer(t, c, x, atol=2e-5)
+    with torch.no_grad():
+        c.weight[0, 0, 0, 0] = 7.0
+        t.weight[0, 0, 0, 0] = 7.0
+    assert_same(c(to_cb(x)), t(x).detach(), atol=2e-5)
+    t2, c2 = pair("Conv2d", 32, 32, 3, padding=1)
+    check_layer(t2, c2, x, atol=2e-5)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_winograd_half_precision(dtype):
+    t, c = pair("Conv2d", 16, 16, 3, padding=1)
+    t, c = t.to(getattr(torch, dtype)), c.to(getattr(cb, dtype))
+    tol = 2e-2 if dtype == "float16" else 1e-1
+    check_layer(t, c, make((1, 16, 10, 10), dtype, seed=4, low=-1, high=1), atol=tol, rtol=tol)
+
+
+# Shapes past one im2col tile (many tiles of output rows), strided and dilated, grouped, 1-D
+# speech-style front ends, 1x1 with few and many (batch, group) products.
+TILED = [
+    ("Conv2d", dict(in_channels=3, out_channels=16, kernel_size=7, stride=2, padding=3), (1, 3, 70, 66)),
+    ("Conv2d", dict(in_channels=8, out_channels=16, kernel_size=3, stride=2, padding=1, dilation=2), (2, 8, 41, 37)),
+    ("Conv2d", dict(in_channels=32, out_channels=32, kernel_size=3, padding=1, groups=8), (2, 32, 20, 21)),
+    ("Conv2d", dict(in_channels=16, out_channels=32, kernel_size=(5, 3), padding=(2, 1)), (1, 16, 33, 17)),
+    ("Conv1d", dict(in_channels=8, out_channels=16, kernel_size=48, stride=2, padding=3), (2, 8, 1500)),
+    ("Conv1d", dict(in_channels=4, out_channels=24, kernel_size=7, stride=2), (4, 4, 801)),
+    ("Conv1d", dict(in_channels=16, out_channels=16, kernel_size=3, padding=1), (1, 16, 3000)),
+    ("Conv2d", dict(in_channels=24, out_channels=40, kernel_size=1), (1, 24, 17, 19)),
+    ("Conv2d", dict(in_channels=24, out_channels=40, kernel_size=1, groups=4, bias=False), (5, 24, 9, 7)),
+    ("Conv2d", dict(in_channels=24, out_channels=40, kernel_size=1, stride=2), (3, 24, 9, 7)),
+    ("Conv3d", dict(in_channels=16, out_channels=16, kernel_size=3, padding=1), (1, 16, 6, 12, 10)),
+]
+
+
+@pytest.mark.parametrize("cls,kwargs,shape", TILED, ids=[f"{c[0]}-{i}" for i, c in enumerate(TILED)])
+def test_im2col_tiles(cls, kwargs, shape):
+    t, c = pair(cls, **kwargs)
+    check_layer(t, c, make(shape, seed=5), atol=5e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize("shape,k,s,p", [((1, 64, 56, 56), 3, 1, 1), ((2, 32, 15, 17), 7, 1, 3),
+                                         ((1, 16, 2000), 31, 1, 15), ((1, 48, 23, 23), 3, 2, 1)])
+def test_depthwise_with_bias(shape, k, s, p):
+    cls = "Conv1d" if len(shape) == 3 else "Conv2d"
+    t, c = pair(cls, shape[1], shape[1], k, s, p, groups=shape[1])
+    check_layer(t, c, make(shape, seed=6), atol=2e-5)
+
+
+def test_empty_batch_and_threads():
+    t, c = pair("Conv2d", 16, 16, 3, padding=1)
+    check_layer(t, c, make((0, 16, 8, 8)))
+    x = make((3, 16, 20, 20), seed=7)
+    old = cb.get_num_threads()
+    try:
+        for n in (1, 2, 3):
+            cb.set_num_threads(n)
+            check_layer(t, c, x, atol=2e-5)
+    finally:
+        cb.set_num_threads(old)
+
+
+def test_functional_weight_views():
+    """A weight that is a view (transposed, sliced) is read through its layout, not in place."""
+    w = make((16, 32, 3, 3), seed=8)
+    x = make((1, 16, 10, 10), seed=9)
+    wt = w.transpose(0, 1)
+    assert_same(F.conv2d(to_cb(x), to_cb(w).transpose(0, 1), padding=1),
+                torch.nn.functional.conv2d(x, wt, padding=1), atol=2e-5)
