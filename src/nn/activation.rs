@@ -3,7 +3,7 @@
 use pyo3::prelude::*;
 
 use crate::tensor::arith::float_unary;
-use crate::tensor::kernels::{erf_as_f32, exp_f32, ln_pos_f32, tanh_f32};
+use crate::tensor::kernels::{erf_rational_f32, exp_f32, ln_pos_f32, tanh_f32};
 use crate::tensor::PyTensor;
 
 fn unsupported(_: &candle_core::Tensor) -> candle_core::Result<candle_core::Tensor> {
@@ -24,7 +24,7 @@ const K: f32 = 0.797_884_6; // sqrt(2/pi)
 
 #[inline(always)]
 fn gelu_erf32(x: f32) -> f32 {
-    0.5 * x * (1.0 + erf_as_f32(x * S2).copysign(x))
+    0.5 * x * (1.0 + erf_rational_f32(x * S2))
 }
 #[inline(always)]
 fn gelu_tanh32(x: f32) -> f32 {

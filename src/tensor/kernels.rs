@@ -394,6 +394,27 @@ pub fn erf_as_f32(x: f32) -> f32 {
     if r > 1.0 { 1.0 } else { r }
 }
 
+/// erf(x) as x·P(x²)/Q(x²) on x clamped to ±4 (the rational form XLA and Eigen use; max abs error
+/// ~4.5e-7): no exp, one division, so about half the work of `erf_as_f32` per element.
+#[inline(always)]
+pub fn erf_rational_f32(x: f32) -> f32 {
+    let x = x.clamp(-4.0, 4.0);
+    let x2 = x * x;
+    let p = -2.726_142_3e-10_f32;
+    let p = p * x2 + 2.770_681_4e-8;
+    let p = p * x2 - 2.101_024e-6;
+    let p = p * x2 - 5.692_506_4e-5;
+    let p = p * x2 - 7.349_906_3e-4;
+    let p = p * x2 - 2.954_600_1e-3;
+    let p = p * x2 - 1.609_603_3e-2;
+    let q = -1.456_607_2e-5_f32;
+    let q = q * x2 - 2.133_740_6e-4;
+    let q = q * x2 - 1.682_827e-3;
+    let q = q * x2 - 7.373_329_2e-3;
+    let q = q * x2 - 1.426_474e-2;
+    x * p / q
+}
+
 /// ln(x) for positive, finite, normal f32 (what softplus feeds it): exponent split and an odd
 /// series in t = (m−1)/(m+1), vectorisable (no libm call).
 #[inline(always)]
