@@ -40,6 +40,21 @@ fn rows<T: WithDType, U: WithDType, F>(t: &Tensor, dims: &[usize], keepdim: bool
 where
     F: Fn(&[T]) -> U + Sync + Send,
 {
+    rows_batched(t, dims, keepdim, |data: &[T], row: usize, out: &mut [U]| {
+        if row == 0 {
+            out.iter_mut().for_each(|o| *o = f(&[]));
+        } else {
+            out.iter_mut().zip(data.chunks(row)).for_each(|(o, r)| *o = f(r));
+        }
+    })
+}
+
+/// `rows` with `batch(rows' data, row length, their outputs)` called on runs of whole rows, for
+/// kernels that are faster over many short rows in one (vectorised) call.
+fn rows_batched<T: WithDType, U: WithDType, B>(t: &Tensor, dims: &[usize], keepdim: bool, batch: B) -> PyResult<Tensor>
+where
+    B: Fn(&[T], usize, &mut [U]) + Sync + Send,
+{
     super::meta::check_readable(t)?;
     let rank = t.rank();
     let orig = t.dims().to_vec();
@@ -61,15 +76,11 @@ where
     let data = &data[layout.start_offset()..layout.start_offset() + t.elem_count()];
     let mut out = vec![U::from_f64(0.0); n_out];
     let work = |out: &mut [U]| {
-        if row == 0 {
-            out.iter_mut().for_each(|o| *o = f(&[]));
-        } else if n_out * row >= super::kernels::PAR_THRESHOLD && n_out > 1 {
+        if row > 0 && n_out * row >= super::kernels::PAR_THRESHOLD && n_out > 1 {
             let per = n_out.div_ceil(4 * crate::pool::threads()).max(1);
-            crate::pool::chunks_mut(out, per, |i, o| {
-                o.iter_mut().zip(data[i * per * row..].chunks(row)).for_each(|(o, r)| *o = f(r))
-            });
+            crate::pool::chunks_mut(out, per, |i, o| batch(&data[i * per * row..(i * per + o.len()) * row], row, o));
         } else {
-            out.iter_mut().zip(data.chunks(row)).for_each(|(o, r)| *o = f(r));
+            batch(data, row, out);
         }
     };
     if n_out * row >= super::kernels::PAR_THRESHOLD {
@@ -81,23 +92,48 @@ where
     Tensor::from_vec(out, out_dims, &Device::Cpu).py()
 }
 
-super::kernels::multiversion! {
-    /// Sum of an f32 row in blocks of f32 lanes (vectorised) folded into f64, for accuracy and speed.
-    fn sum_f32<>(r: &[f32]) -> f64 where []
-    {
-        let mut total = 0f64;
-        for block in r.chunks(1024) {
-            let mut acc = [0f32; 32];
-            let mut it = block.chunks_exact(32);
-            for c in &mut it {
-                for i in 0..32 {
-                    acc[i] += c[i];
-                }
+/// Sum of an f32 row in blocks of f32 lanes (vectorised) folded into f64, for accuracy and speed.
+#[inline(always)]
+fn sum_f32(r: &[f32]) -> f64 {
+    if r.len() < 64 {
+        // Short rows (pooling heads, small dims): 8 lanes, no 1024-block loop around them.
+        let mut acc = [0f32; 8];
+        let mut it = r.chunks_exact(8);
+        for c in &mut it {
+            for i in 0..8 {
+                acc[i] += c[i];
             }
-            let tail: f32 = it.remainder().iter().sum();
-            total += acc.iter().map(|&x| x as f64).sum::<f64>() + tail as f64;
         }
-        total
+        let tail: f32 = it.remainder().iter().sum();
+        return acc.iter().map(|&x| x as f64).sum::<f64>() + tail as f64;
+    }
+    let mut total = 0f64;
+    for block in r.chunks(1024) {
+        let mut acc = [0f32; 32];
+        let mut it = block.chunks_exact(32);
+        for c in &mut it {
+            for i in 0..32 {
+                acc[i] += c[i];
+            }
+        }
+        let tail: f32 = it.remainder().iter().sum();
+        total += acc.iter().map(|&x| x as f64).sum::<f64>() + tail as f64;
+    }
+    total
+}
+
+super::kernels::multiversion! {
+    /// Row sums (divided by `div`: 1 for sum, the count for mean) of a run of rows, in one call
+    /// per run so that short rows do not cost a call each.
+    fn sum_rows_f32<>(data: &[f32], row: usize, out: &mut [f32], div: f64) where []
+    {
+        if row == 0 {
+            out.iter_mut().for_each(|o| *o = (0.0 / div) as f32);
+            return;
+        }
+        for (o, r) in out.iter_mut().zip(data.chunks(row)) {
+            *o = (sum_f32(r) / div) as f32;
+        }
     }
 }
 
@@ -127,7 +163,7 @@ impl PyTensor {
             let r = if src.dtype() == candle_core::DType::F64 {
                 rows::<f64, f64, _>(&src, dims, keepdim, |r| r.iter().sum())?
             } else {
-                rows::<f32, f32, _>(&src, dims, keepdim, |r| sum_f32(r) as f32)?
+                rows_batched::<f32, f32, _>(&src, dims, keepdim, |d, row, o| sum_rows_f32(d, row, o, 1.0))?
             };
             Ok(PyTensor::new(r.to_dtype(out_dt.candle()).py()?, out_dt))
         } else {
@@ -376,7 +412,7 @@ impl PyTensor {
         let r = if src.dtype() == candle_core::DType::F64 {
             rows::<f64, f64, _>(&src, &dims, keepdim, move |r| r.iter().sum::<f64>() / n as f64)?
         } else {
-            rows::<f32, f32, _>(&src, &dims, keepdim, move |r| (sum_f32(r) / n as f64) as f32)?
+            rows_batched::<f32, f32, _>(&src, &dims, keepdim, |d, row, o| sum_rows_f32(d, row, o, n as f64))?
         };
         Ok(PyTensor::new(r.to_dtype(dt.candle()).py()?, dt))
     }
