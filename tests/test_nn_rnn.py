@@ -85,3 +85,17 @@ def test_rnn_errors():
         m(cb.zeros(3, 2, 4), (cb.zeros(2, 2, 5), cb.zeros(1, 2, 5)))
     with pytest.raises(ValueError):
         nn.LSTM(4, 5, proj_size=5)
+
+
+@pytest.mark.filterwarnings("ignore:LSTM with projections")
+@pytest.mark.parametrize("name", ["RNN", "LSTM", "GRU"])
+@pytest.mark.parametrize("batch", [1, 2, 5, 33])
+def test_recurrent_step_paths(name, batch):
+    """Each step's h·W_hhᵀ: gemv for one row, W repacked in column panels (4 rows per pass, a
+    partial last panel at hidden 37) up to 32 rows, gemm beyond; with and without projections."""
+    t, c = pair(name, 12, 37, num_layers=2)
+    t.eval(), c.eval()
+    compare(t, c, make((7, batch, 12), seed=6), atol=2e-5)
+    if name == "LSTM":
+        t, c = pair(name, 12, 37, proj_size=19)
+        compare(t, c, make((7, batch, 12), seed=7), atol=2e-5)

@@ -8,12 +8,46 @@ use crate::error::{runtime_err, IntoPyResult};
 use crate::tensor::kernels::{sigmoid_f32, tanh_f32};
 use crate::tensor::PyTensor;
 
-/// c (m×n) = a (m×k, row-major) · Wᵀ for W (n×k, row-major): gemm on column blocks of W's rows,
-/// the blocks split over the pool once there is enough work.
-fn mul_t(m: usize, n: usize, k: usize, a: &[f32], w: &[f32], c: &mut [f32]) {
+/// From 2 up to this many batch rows a step's h·W_hhᵀ runs on `panels`; past it gemm (which packs
+/// W every call, a cost that more rows amortise), and for one row gemm's gemv.
+const PANEL_ROWS: usize = 32;
+/// Columns of W_hhᵀ per panel: two AVX2 vectors.
+const P: usize = 16;
+
+/// W (n×k, row-major) repacked once per call as n/P panels, each k rows of P consecutive columns of
+/// Wᵀ, so that a step streams W front to back exactly once (zero columns pad the last panel).
+fn panels(w: &[f32], n: usize, k: usize) -> Vec<f32> {
+    let np = n.div_ceil(P);
+    let mut out = vec![0f32; np * k * P];
+    for (j, row) in w.chunks_exact(k.max(1)).enumerate().take(n) {
+        let (pi, col) = (j / P, j % P);
+        for (kk, &v) in row.iter().enumerate() {
+            out[(pi * k + kk) * P + col] = v;
+        }
+    }
+    out
+}
+
+/// c (m×n) = a (m×k, row-major) · Wᵀ for W (n×k, row-major) — `wp` its `panels` — with the panels
+/// split over the pool once there is enough work.
+fn mul_t(m: usize, n: usize, k: usize, a: &[f32], w: &[f32], wp: &[f32], c: &mut [f32]) {
     let parts = if m * n * k >= 1 << 17 { crate::pool::threads() } else { 1 };
-    let step = n.div_ceil(parts).next_multiple_of(16).min(n).max(1);
+    let np = n.div_ceil(P);
     let cp = crate::nn::Ptr(c.as_mut_ptr());
+    if (2..=PANEL_ROWS).contains(&m) {
+        let per = np.div_ceil(parts).max(1);
+        crate::pool::for_each(np.div_ceil(per), &|i| {
+            let panels = i * per..((i + 1) * per).min(np);
+            for r0 in (0..m).step_by(4) {
+                let rows = (m - r0).min(4);
+                // SAFETY: task i alone writes columns panels·P.. of rows r0..r0+rows of c (m×n).
+                let out = unsafe { std::slice::from_raw_parts_mut(cp.get().add(r0 * n), (rows - 1) * n + n) };
+                panel_dots(&a[r0 * k..(r0 + rows) * k], rows, k, wp, panels.clone(), n, out);
+            }
+        });
+        return;
+    }
+    let step = n.div_ceil(parts).next_multiple_of(16).min(n).max(1);
     let block = |i: usize| {
         let j0 = i * step;
         let cols = step.min(n - j0);
@@ -26,6 +60,36 @@ fn mul_t(m: usize, n: usize, k: usize, a: &[f32], w: &[f32], c: &mut [f32]) {
         }
     };
     crate::pool::for_each(n.div_ceil(step), &block);
+}
+
+crate::tensor::kernels::multiversion! {
+    /// out[r·n + j] = Σ_kk a[r·k + kk] · Wᵀ[kk][j] for `rows` ≤ 4 rows and the columns of `panels`:
+    /// 4 × P accumulators in registers, one broadcast per row and one panel row load per kk.
+    fn panel_dots<>(a: &[f32], rows: usize, k: usize, wp: &[f32], panels: std::ops::Range<usize>, n: usize, out: &mut [f32]) where []
+    {
+        let mut padded = vec![0f32; 4 * k];
+        padded[..rows * k].copy_from_slice(&a[..rows * k]);
+        let (a0, rest) = padded.split_at(k);
+        let (a1, rest) = rest.split_at(k);
+        let (a2, a3) = rest.split_at(k);
+        for pi in panels {
+            let panel = wp[pi * k * P..(pi + 1) * k * P].as_chunks::<P>().0;
+            let mut acc = [[0f32; P]; 4];
+            for (kk, wv) in panel.iter().enumerate() {
+                let (x0, x1, x2, x3) = (a0[kk], a1[kk], a2[kk], a3[kk]);
+                for l in 0..P {
+                    acc[0][l] += x0 * wv[l];
+                    acc[1][l] += x1 * wv[l];
+                    acc[2][l] += x2 * wv[l];
+                    acc[3][l] += x3 * wv[l];
+                }
+            }
+            let (j0, cols) = (pi * P, P.min(n - pi * P));
+            for (r, acc_r) in acc.iter().enumerate().take(rows) {
+                out[r * n + j0..r * n + j0 + cols].copy_from_slice(&acc_r[..cols]);
+            }
+        }
+    }
 }
 
 crate::tensor::kernels::multiversion! {
@@ -92,8 +156,10 @@ pub fn rnn_scan(
     }
     let gi = crate::tensor::cpu_vec::<f32>(&gi.t)?;
     let w = crate::tensor::cpu_vec::<f32>(&w_hh.t)?;
+    let wp = if (2..=PANEL_ROWS).contains(&n) { panels(&w, gh, hout) } else { vec![] };
     let b = b_hh.map(|b| crate::tensor::cpu_vec::<f32>(&b.t)).transpose()?;
     let wr = w_hr.map(|w| crate::tensor::cpu_vec::<f32>(&w.t)).transpose()?;
+    let wrp = match &wr { Some(wr) if (2..=PANEL_ROWS).contains(&n) => panels(wr, hout, h), _ => vec![] };
     let m = mask.map(|m| crate::tensor::cpu_vec::<f32>(&m.t)).transpose()?;
     let mut hs = crate::tensor::cpu_vec::<f32>(&h0.t)?;
     let mut cs = match c0 {
@@ -107,7 +173,7 @@ pub fn rnn_scan(
         let mut hfull = vec![0f32; n * h];
         for step in 0..l {
             let t = if reverse { l - 1 - step } else { step };
-            mul_t(n, gh, hout, &hs, &w, &mut g);
+            mul_t(n, gh, hout, &hs, &w, &wp, &mut g);
             let x = &gi[t * n * gh..(t + 1) * n * gh];
             for r in 0..n {
                 let (xg, hg) = (&x[r * gh..(r + 1) * gh], &mut g[r * gh..(r + 1) * gh]);
@@ -129,7 +195,7 @@ pub fn rnn_scan(
             }
             if mode == "LSTM" {
                 match &wr {
-                    Some(wr) => mul_t(n, hout, h, &hfull, wr, &mut hnew),
+                    Some(wr) => mul_t(n, hout, h, &hfull, wr, &wrp, &mut hnew),
                     None => hnew.copy_from_slice(&hfull),
                 }
             }
