@@ -9,14 +9,15 @@ use crate::error::{runtime_err, IntoPyResult};
 use crate::tensor::reduce::softmax_row_f32;
 use crate::tensor::PyTensor;
 
-/// c (m×n, row-major) = a (m×k) · b where b's element (i, j) is at `b[i·rs + j·cs]`; one thread.
+/// c (m×n, row-major) = alpha · a (m×k) · b where b's element (i, j) is at `b[i·rs + j·cs]`; one
+/// thread.
 #[allow(clippy::too_many_arguments)]
-fn gemm_into(m: usize, n: usize, k: usize, a: &[f32], b: &[f32], b_rs: usize, b_cs: usize, c: &mut [f32]) {
+fn gemm_into(m: usize, n: usize, k: usize, a: &[f32], b: &[f32], b_rs: usize, b_cs: usize, c: &mut [f32], alpha: f32) {
     // SAFETY: a holds m·k, b covers (k−1)·rs + (n−1)·cs, c holds m·n elements.
     unsafe {
         gemm::gemm(
             m, n, k, c.as_mut_ptr(), 1, n as isize, false, a.as_ptr(), 1, k as isize, b.as_ptr(), b_cs as isize,
-            b_rs as isize, 0.0f32, 1.0f32, false, false, false, gemm::Parallelism::None,
+            b_rs as isize, 0.0f32, alpha, false, false, false, gemm::Parallelism::None,
         )
     }
 }
@@ -77,18 +78,18 @@ fn heads(qv: &[f32], kv: &[f32], vv: &[f32], out: &mut [f32], shape: (usize, usi
     // half the work of the full score matrix); otherwise one block of all rows.
     let block = if causal { CAUSAL_BLOCK } else { l.max(1) };
     let work = |bi: usize| {
-        let mut scores = vec![0f32; block.min(l) * s];
-        let mut probs = vec![0f32; s];
+        let mut scores = crate::tensor::kernels::uninit_vec::<f32>(block.min(l) * s);
+        let mut probs = crate::tensor::kernels::uninit_vec::<f32>(block.min(l) * s);
         let mrow = |i: usize| if mb == 0 { None } else { Some(&mvals[((if mb == 1 { 0 } else { bi / group }) * l + i) * s..][..s]) };
         // SAFETY: head bi writes its own (L, Dv) block of the output.
         let o = unsafe { op.block(bi, l * dv) };
         for r0 in (0..l).step_by(block) {
             let r1 = (r0 + block).min(l);
             let cols = if causal { r1.min(s) } else { s };
-            let sc = &mut scores[..(r1 - r0) * cols];
-            gemm_into(r1 - r0, cols, d, &qv[(bi * l + r0) * d..(bi * l + r1) * d], &kv[bi * s * d..], 1, d, sc);
-            for (i, row) in (r0..r1).zip(sc.chunks_exact_mut(cols.max(1))) {
-                row.iter_mut().for_each(|x| *x *= scale);
+            let (sc, pr) = (&mut scores[..(r1 - r0) * cols], &mut probs[..(r1 - r0) * cols]);
+            // The scale rides on the product (gemm's alpha): no pass over the scores for it.
+            gemm_into(r1 - r0, cols, d, &qv[(bi * l + r0) * d..(bi * l + r1) * d], &kv[bi * s * d..], 1, d, sc, scale);
+            for ((i, row), p) in (r0..r1).zip(sc.chunks_exact_mut(cols.max(1))).zip(pr.chunks_exact_mut(cols.max(1))) {
                 if causal {
                     row.iter_mut().skip(i + 1).for_each(|x| *x = f32::NEG_INFINITY);
                 }
@@ -100,15 +101,14 @@ fn heads(qv: &[f32], kv: &[f32], vv: &[f32], out: &mut [f32], shape: (usize, usi
                     } else {
                         row.iter_mut().zip(m).for_each(|(x, &add)| *x += add);
                     }
+                    if row.iter().all(|&x| x == f32::NEG_INFINITY) {
+                        p.fill(0.0); // a row with nothing to attend to gives zeros, as torch's safe softmax
+                        continue;
+                    }
                 }
-                if row.iter().all(|&x| x == f32::NEG_INFINITY) {
-                    row.fill(0.0); // a row with nothing to attend to gives zeros, as torch's safe softmax
-                    continue;
-                }
-                softmax_row_f32(row, &mut probs[..cols], false);
-                row.copy_from_slice(&probs[..cols]);
+                softmax_row_f32(row, p, false);
             }
-            gemm_into(r1 - r0, dv, cols, sc, &vv[bi * s * dv..], dv, 1, &mut o[r0 * dv..r1 * dv]);
+            gemm_into(r1 - r0, dv, cols, pr, &vv[bi * s * dv..], dv, 1, &mut o[r0 * dv..r1 * dv], 1.0);
         }
     };
     Python::attach(|py| py.detach(|| crate::pool::for_each(b, &work)));
