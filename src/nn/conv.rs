@@ -85,40 +85,57 @@ impl Geo {
 }
 
 impl Geo {
-    /// im2col of output rows `rows` for one input plane: `dst` (k × rows·out[2]) gets, for every
-    /// kernel tap, the input value each output position reads (zero over padding). Rows are copied
-    /// as slices where stride is 1.
+    /// im2col of the output positions `pos` (flat over the output grid; whole rows, or part of one)
+    /// for one input plane: `dst` (k × pos.len()) gets, for every kernel tap, the input value each
+    /// of those outputs reads (zero over padding).
     #[inline(always)]
-    fn im2col<T: Copy + Default>(&self, plane: &[T], rows: std::ops::Range<usize>, dst: &mut [T]) {
-        let o2 = self.out[2];
-        let width = rows.len() * o2;
+    fn im2col<T: Copy + Default>(&self, plane: &[T], pos: std::ops::Range<usize>, dst: &mut [T]) {
+        let o2 = self.out[2].max(1);
+        let width = pos.len();
         let mut t = 0;
         for a in 0..self.k[0] {
             for b in 0..self.k[1] {
                 for c in 0..self.k[2] {
                     let tap = &mut dst[t * width..(t + 1) * width];
                     let (lo, hi, shift) = self.column_run(c);
-                    let s2 = self.stride[2] as i64;
-                    for (r, row) in rows.clone().zip(tap.chunks_exact_mut(o2.max(1))) {
-                        let Some(src) = self.source_row(plane, a, b, r) else {
-                            row.fill(T::default());
-                            continue;
-                        };
-                        row[..lo].fill(T::default());
-                        row[hi..].fill(T::default());
-                        if s2 == 1 {
-                            let from = (lo as i64 + shift) as usize;
-                            row[lo..hi].copy_from_slice(&src[from..from + hi - lo]);
-                        } else {
-                            for (ow, v) in row[lo..hi].iter_mut().enumerate() {
-                                *v = src[((lo + ow) as i64 * s2 + shift) as usize];
+                    let mut p = pos.start;
+                    while p < pos.end {
+                        let (r, c0) = (p / o2, p % o2);
+                        let c1 = o2.min(c0 + pos.end - p);
+                        let seg = &mut tap[p - pos.start..p - pos.start + (c1 - c0)];
+                        let (vlo, vhi) = (lo.clamp(c0, c1), hi.clamp(c0, c1));
+                        match self.source_row(plane, a, b, r) {
+                            Some(src) if vlo < vhi => {
+                                seg[..vlo - c0].fill(T::default());
+                                seg[vhi - c0..].fill(T::default());
+                                let from = (vlo as i64 * self.stride[2] as i64 + shift) as usize;
+                                gather(&mut seg[vlo - c0..vhi - c0], &src[from..], self.stride[2]);
                             }
+                            _ => seg.fill(T::default()),
                         }
+                        p += c1 - c0;
                     }
                     t += 1;
                 }
             }
         }
+    }
+}
+
+/// dst[i] = src[i·stride]: a copy for stride 1, pairs for stride 2 (vectorises as a deinterleave).
+#[inline(always)]
+fn gather<T: Copy>(dst: &mut [T], src: &[T], stride: usize) {
+    match stride {
+        1 => dst.copy_from_slice(&src[..dst.len()]),
+        2 => {
+            let n = dst.len();
+            let (pairs, rest) = src[..2 * n - 1].split_at(2 * (n - 1));
+            for (d, p) in dst.iter_mut().zip(pairs.chunks_exact(2)) {
+                *d = p[0];
+            }
+            dst[n - 1] = rest[0];
+        }
+        s => dst.iter_mut().zip(src.iter().step_by(s)).for_each(|(d, &v)| *d = v),
     }
 }
 
@@ -340,16 +357,33 @@ fn conv_impl<T: Elem + WithDType>(x: &[T], w: &[T], b: Option<&[T]>, g: &Geo, n:
     }
     let mut y = uninit_vec::<T>(n * c_out * ol);
     let kdim = cin_g * kk;
-    // Output rows (all but the last spatial dim) per tile: whole rows, about TILE_ELEMS of columns.
-    let (rows_all, o2) = (g.out[0] * g.out[1], g.out[2].max(1));
-    let rows_per = if direct { rows_all } else { (TILE_ELEMS / (kdim * o2).max(1)).clamp(1, rows_all.max(1)) };
-    let tiles = rows_all.div_ceil(rows_per.max(1)).max(1);
+    // Tiles of output positions with about TILE_ELEMS of im2col columns each: whole output rows
+    // where a row is small enough, else parts of one row (long 1-D signals).
+    let (ol_rows, o2) = (g.out[0] * g.out[1], g.out[2].max(1));
+    let span = if direct {
+        ol.max(1)
+    } else if kdim * o2 <= TILE_ELEMS {
+        (TILE_ELEMS / (kdim * o2)).clamp(1, ol_rows.max(1)) * o2
+    } else {
+        (TILE_ELEMS / kdim).next_multiple_of(16).min(o2)
+    };
+    let per_row = o2.div_ceil(span).max(1);
+    let tiles = if span >= o2 { ol.div_ceil(span).max(1) } else { ol_rows * per_row };
+    // Tile ti covers output positions tile_pos(ti) (contiguous: whole rows, or within one row).
+    let tile_pos = |ti: usize| -> std::ops::Range<usize> {
+        if span >= o2 {
+            ti * span..((ti + 1) * span).min(ol)
+        } else {
+            let (r, j) = (ti / per_row, ti % per_row);
+            r * o2 + j * span..r * o2 + ((j + 1) * span).min(o2)
+        }
+    };
     let yp = Ptr(y.as_mut_ptr());
     // One tile: output rows r0..r1 of (batch, group): im2col into a small buffer, bias, one gemm.
     let tile = |task: usize| {
         let (bi, gi, ti) = (task / (groups * tiles), task / tiles % groups, task % tiles);
-        let rows = ti * rows_per..((ti + 1) * rows_per).min(rows_all);
-        let (c0, width) = (rows.start * o2, rows.len() * o2);
+        let pos = tile_pos(ti);
+        let (c0, width) = (pos.start, pos.len());
         let xg = &x[(bi * c_in + gi * cin_g) * il..(bi * c_in + (gi + 1) * cin_g) * il];
         let wg = &w[gi * cout_g * kdim..(gi + 1) * cout_g * kdim];
         let mut cols: Vec<T>;
@@ -358,7 +392,7 @@ fn conv_impl<T: Elem + WithDType>(x: &[T], w: &[T], b: Option<&[T]>, g: &Geo, n:
         } else {
             cols = uninit_vec::<T>(kdim * width);
             for (c, dst) in cols.chunks_exact_mut(kk * width).enumerate() {
-                g.im2col(&xg[c * il..(c + 1) * il], rows.clone(), dst);
+                g.im2col(&xg[c * il..(c + 1) * il], pos.clone(), dst);
             }
             (&cols, width)
         };
