@@ -93,33 +93,27 @@ where
 }
 
 /// Sum of an f32 row in blocks of f32 lanes (vectorised) folded into f64, for accuracy and speed.
+/// Short rows (pooling heads, small dims) take 8 lanes and no 1024-element blocks around them.
 #[inline(always)]
 fn sum_f32(r: &[f32]) -> f64 {
     if r.len() < 64 {
-        // Short rows (pooling heads, small dims): 8 lanes, no 1024-block loop around them.
-        let mut acc = [0f32; 8];
-        let mut it = r.chunks_exact(8);
-        for c in &mut it {
-            for i in 0..8 {
-                acc[i] += c[i];
-            }
-        }
-        let tail: f32 = it.remainder().iter().sum();
-        return acc.iter().map(|&x| x as f64).sum::<f64>() + tail as f64;
+        return lane_sum::<8>(r);
     }
-    let mut total = 0f64;
-    for block in r.chunks(1024) {
-        let mut acc = [0f32; 32];
-        let mut it = block.chunks_exact(32);
-        for c in &mut it {
-            for i in 0..32 {
-                acc[i] += c[i];
-            }
+    r.chunks(1024).map(lane_sum::<32>).sum()
+}
+
+/// Σ r in L f32 lanes plus the tail, folded into f64.
+#[inline(always)]
+fn lane_sum<const L: usize>(r: &[f32]) -> f64 {
+    let mut acc = [0f32; L];
+    let mut it = r.chunks_exact(L);
+    for c in &mut it {
+        for i in 0..L {
+            acc[i] += c[i];
         }
-        let tail: f32 = it.remainder().iter().sum();
-        total += acc.iter().map(|&x| x as f64).sum::<f64>() + tail as f64;
     }
-    total
+    let tail: f32 = it.remainder().iter().sum();
+    acc.iter().map(|&x| x as f64).sum::<f64>() + tail as f64
 }
 
 super::kernels::multiversion! {
