@@ -99,7 +99,14 @@ fn sum_f32(r: &[f32]) -> f64 {
     if r.len() < 64 {
         return lane_sum::<8>(r);
     }
-    r.chunks(1024).map(lane_sum::<32>).sum()
+    // A plain loop: through `map(..).sum()` the lane loop lands in a non-inlined `fold` compiled
+    // without the caller's AVX2 (measured 1.7x slower).
+    let mut total = 0f64;
+    for block in r.chunks(1024) {
+        // 64 lanes: 8 independent AVX2 accumulators, enough to hide the add latency.
+        total += lane_sum::<64>(block);
+    }
+    total
 }
 
 /// Σ r in L f32 lanes plus the tail, folded into f64.
@@ -113,7 +120,14 @@ fn lane_sum<const L: usize>(r: &[f32]) -> f64 {
         }
     }
     let tail: f32 = it.remainder().iter().sum();
-    acc.iter().map(|&x| x as f64).sum::<f64>() + tail as f64
+    // Lanes folded to 8 in f32 vector adds, then those 8 in f64.
+    let mut eight = [0f32; 8];
+    for c in acc.chunks_exact(8) {
+        for i in 0..8 {
+            eight[i] += c[i];
+        }
+    }
+    eight.iter().map(|&x| x as f64).sum::<f64>() + tail as f64
 }
 
 super::kernels::multiversion! {
