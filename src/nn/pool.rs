@@ -95,42 +95,46 @@ fn pool_plane<T: WithDType>(plane: &[T], ax: &Axes, max: bool, divisor: Option<f
     }
 }
 
-/// Max pooling of one plane without indices, one axis at a time (a max over a box is the max of
-/// per-axis maxima): along W within rows, then along H and D over whole rows, which vectorises.
-/// NaN wins, as in torch. `buf` is scratch the size of the plane.
-fn max_plane_separable(plane: &[f32], ax: &Axes, out: &mut [f32], buf: &mut Vec<f32>) {
-    #[inline(always)]
-    fn pick(acc: f32, v: f32) -> f32 {
-        if v > acc || v != v { v } else { acc }
-    }
-    // One axis: src viewed as (outer, len, inner) → dst (outer, windows, inner).
-    fn axis(src: &[f32], dst: &mut [f32], len: usize, inner: usize, windows: &[Window], dil: usize) {
-        let outer = src.len() / (len * inner).max(1);
-        let o = windows.len();
-        for a in 0..outer {
-            let s = &src[a * len * inner..(a + 1) * len * inner];
-            for (j, &(start, taps, _)) in windows.iter().enumerate() {
-                let d = &mut dst[(a * o + j) * inner..(a * o + j + 1) * inner];
-                d.fill(f32::NEG_INFINITY);
-                for t in 0..taps {
-                    let i = start + (t * dil) as i64;
-                    if i < 0 || i >= len as i64 {
-                        continue;
+crate::tensor::kernels::multiversion! {
+    /// Max pooling of one plane without indices, one axis at a time (a max over a box is the max of
+    /// per-axis maxima): along W within rows, then along H and D over whole rows, which vectorises.
+    /// NaN wins, as in torch. `buf` is scratch the size of the plane.
+    fn max_plane_separable<>(plane: &[f32], ax: &Axes, out: &mut [f32], buf: &mut Vec<f32>) where [] {
+        #[inline(always)]
+        fn pick(acc: f32, v: f32) -> f32 {
+            if v > acc || v != v { v } else { acc }
+        }
+        // One axis: src viewed as (outer, len, inner) → dst (outer, windows, inner). Inlined, so it
+        // is compiled for the caller's instruction set.
+        #[inline(always)]
+        fn axis(src: &[f32], dst: &mut [f32], len: usize, inner: usize, windows: &[Window], dil: usize) {
+            let outer = src.len() / (len * inner).max(1);
+            let o = windows.len();
+            for a in 0..outer {
+                let s = &src[a * len * inner..(a + 1) * len * inner];
+                for (j, &(start, taps, _)) in windows.iter().enumerate() {
+                    let d = &mut dst[(a * o + j) * inner..(a * o + j + 1) * inner];
+                    d.fill(f32::NEG_INFINITY);
+                    for t in 0..taps {
+                        let i = start + (t * dil) as i64;
+                        if i < 0 || i >= len as i64 {
+                            continue;
+                        }
+                        let row = &s[i as usize * inner..(i as usize + 1) * inner];
+                        d.iter_mut().zip(row).for_each(|(acc, &v)| *acc = pick(*acc, v));
                     }
-                    let row = &s[i as usize * inner..(i as usize + 1) * inner];
-                    d.iter_mut().zip(row).for_each(|(acc, &v)| *acc = pick(*acc, v));
                 }
             }
         }
+        let [ld, lh, lw] = ax.len;
+        let (od, oh, ow) = (ax.windows[0].len(), ax.windows[1].len(), ax.windows[2].len());
+        // Along W: inner = 1, one scalar window per output column.
+        let mut w_out = vec![0f32; ld * lh * ow];
+        axis(plane, &mut w_out, lw, 1, &ax.windows[2], ax.dilation[2]);
+        buf.resize(ld * oh * ow, 0.0);
+        axis(&w_out, buf, lh, ow, &ax.windows[1], ax.dilation[1]);
+        axis(buf, &mut out[..od * oh * ow], ld, oh * ow, &ax.windows[0], ax.dilation[0]);
     }
-    let [ld, lh, lw] = ax.len;
-    let (od, oh, ow) = (ax.windows[0].len(), ax.windows[1].len(), ax.windows[2].len());
-    // Along W: inner = 1, one scalar window per output column.
-    let mut w_out = vec![0f32; ld * lh * ow];
-    axis(plane, &mut w_out, lw, 1, &ax.windows[2], ax.dilation[2]);
-    buf.resize(ld * oh * ow, 0.0);
-    axis(&w_out, buf, lh, ow, &ax.windows[1], ax.dilation[1]);
-    axis(buf, &mut out[..od * oh * ow], ld, oh * ow, &ax.windows[0], ax.dilation[0]);
 }
 
 /// `kind` "max" or "avg" over `input` (N?, C, *spatial) with the given windows per spatial axis.
