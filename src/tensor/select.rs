@@ -241,22 +241,18 @@ impl PyTensor {
         if !base_st.is_empty() {
             base_st[d] = 0;
         }
+        // Bounds first, in one pass, so the offset loop below carries no error path.
+        if let Some(&i) = idx.iter().find(|&&i| i < -(n as i64) || i >= n as i64) {
+            wrap(i, n, d)?;
+        }
+        let sd = st.get(d).copied().unwrap_or(1);
         let mut offs = Vec::with_capacity(idx.len());
         let mut k = 0;
-        let mut bad = None;
         for_each_offset(index.dims(), &base_st, src.layout().start_offset(), |o| {
-            match wrap(idx[k], n, d) {
-                Ok(i) => offs.push(o + i * st.get(d).copied().unwrap_or(1)),
-                Err(e) => {
-                    bad.get_or_insert(e);
-                    offs.push(0)
-                }
-            }
+            let i = idx[k];
+            offs.push(o + (if i < 0 { i + n as i64 } else { i }) as usize * sd);
             k += 1;
         });
-        if let Some(e) = bad {
-            return Err(e);
-        }
         let (storage, _) = src.storage_and_layout();
         let candle_core::Storage::Cpu(cpu) = &*storage else { return Err(runtime_err("expected a CPU tensor")) };
         let out = with_dtype!(src.dtype(), T => {
