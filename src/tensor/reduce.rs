@@ -309,7 +309,7 @@ fn softmax_rows(t: &Tensor, log: bool) -> PyResult<Tensor> {
                 let per = (src.len() / n).div_ceil(4 * crate::pool::threads()).max(1);
                 crate::pool::chunks_mut(&mut dst, per * n, |i, d| {
                     let s = &src[i * per * n..];
-                    d.chunks_mut(n).zip(s.chunks(n)).for_each(|(d, s)| softmax_row_f32(s, d, log))
+                    softmax_rows_f32(&s[..d.len()], d, n, log)
                 });
             }
             Tensor::from_vec(dst, t.dims(), &Device::Cpu)
@@ -351,42 +351,58 @@ fn exp_below_max(v: f32) -> f32 {
 }
 
 super::kernels::multiversion! {
-    /// One softmax row: max, exp and sum in 16 independent lanes so LLVM vectorises all three.
+    /// One softmax row (attention's), compiled per instruction set.
     pub(crate) fn softmax_row_f32<>(s: &[f32], d: &mut [f32], log: bool) where []
     {
-        const L: usize = 16;
-        let (cs, rest) = (s.chunks_exact(L), s.len() / L * L);
-        let mut lanes = [f32::NEG_INFINITY; L];
-        for c in cs {
-            for l in 0..L {
-                lanes[l] = if c[l] > lanes[l] { c[l] } else { lanes[l] };
-            }
+        softmax_row(s, d, log)
+    }
+}
+
+super::kernels::multiversion! {
+    /// Softmax of every row of length n in a run of rows: one call per run, not one per row.
+    fn softmax_rows_f32<>(s: &[f32], d: &mut [f32], n: usize, log: bool) where []
+    {
+        for (d, s) in d.chunks_mut(n).zip(s.chunks(n)) {
+            softmax_row(s, d, log);
         }
-        // NaNs are skipped here and reach every output through the sum, as in torch.
-        let m = s[rest..].iter().chain(&lanes).fold(f32::NEG_INFINITY, |a, &b| if b > a { b } else { a });
-        // A row of -inf stays NaN as in torch; an all -inf max must not turn finite rows into NaN.
-        let m = if m == f32::NEG_INFINITY { 0.0 } else { m };
-        let mut acc = [0f32; L];
-        for (c, o) in s.chunks_exact(L).zip(d.chunks_exact_mut(L)) {
-            for l in 0..L {
-                let e = exp_below_max(c[l] - m);
-                o[l] = e;
-                acc[l] += e;
-            }
+    }
+}
+
+/// One softmax row: max, exp and sum in 16 independent lanes so LLVM vectorises all three.
+#[inline(always)]
+fn softmax_row(s: &[f32], d: &mut [f32], log: bool) {
+    const L: usize = 16;
+    let (cs, rest) = (s.chunks_exact(L), s.len() / L * L);
+    let mut lanes = [f32::NEG_INFINITY; L];
+    for c in cs {
+        for l in 0..L {
+            lanes[l] = if c[l] > lanes[l] { c[l] } else { lanes[l] };
         }
-        let mut sum = 0f32;
-        for (x, o) in s[rest..].iter().zip(d[rest..].iter_mut()) {
-            *o = exp_below_max(x - m);
-            sum += *o;
+    }
+    // NaNs are skipped here and reach every output through the sum, as in torch.
+    let m = s[rest..].iter().chain(&lanes).fold(f32::NEG_INFINITY, |a, &b| if b > a { b } else { a });
+    // A row of -inf stays NaN as in torch; an all -inf max must not turn finite rows into NaN.
+    let m = if m == f32::NEG_INFINITY { 0.0 } else { m };
+    let mut acc = [0f32; L];
+    for (c, o) in s.chunks_exact(L).zip(d.chunks_exact_mut(L)) {
+        for l in 0..L {
+            let e = exp_below_max(c[l] - m);
+            o[l] = e;
+            acc[l] += e;
         }
-        let sum = sum + acc.iter().sum::<f32>();
-        if log {
-            let shift = m + sum.ln();
-            s.iter().zip(d.iter_mut()).for_each(|(x, y)| *y = x - shift);
-        } else {
-            let inv = 1.0 / sum;
-            d.iter_mut().for_each(|y| *y *= inv);
-        }
+    }
+    let mut sum = 0f32;
+    for (x, o) in s[rest..].iter().zip(d[rest..].iter_mut()) {
+        *o = exp_below_max(x - m);
+        sum += *o;
+    }
+    let sum = sum + acc.iter().sum::<f32>();
+    if log {
+        let shift = m + sum.ln();
+        s.iter().zip(d.iter_mut()).for_each(|(x, y)| *y = x - shift);
+    } else {
+        let inv = 1.0 / sum;
+        d.iter_mut().for_each(|y| *y *= inv);
     }
 }
 
