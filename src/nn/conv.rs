@@ -360,18 +360,23 @@ fn conv_impl<T: Elem + WithDType>(x: &[T], w: &[T], b: Option<&[T]>, g: &Geo, n:
     // Tiles of output positions with about TILE_ELEMS of im2col columns each: whole output rows
     // where a row is small enough, else parts of one row (long 1-D signals).
     let (ol_rows, o2) = (g.out[0] * g.out[1], g.out[2].max(1));
+    // A 1x1 conv has no im2col buffer to bound; its tiles only split the columns over the threads
+    // when there are fewer (batch, group) products than threads.
+    let parts = if n * groups < crate::pool::threads() { crate::pool::threads() } else { 1 };
     let span = if direct {
-        ol.max(1)
+        ol.div_ceil(parts).next_multiple_of(16).min(ol).max(1)
     } else if kdim * o2 <= TILE_ELEMS {
         (TILE_ELEMS / (kdim * o2)).clamp(1, ol_rows.max(1)) * o2
     } else {
         (TILE_ELEMS / kdim).next_multiple_of(16).min(o2)
     };
     let per_row = o2.div_ceil(span).max(1);
-    let tiles = if span >= o2 { ol.div_ceil(span).max(1) } else { ol_rows * per_row };
-    // Tile ti covers output positions tile_pos(ti) (contiguous: whole rows, or within one row).
+    // Tiles are runs of whole rows, or parts of one row; a 1x1 conv's may cut rows anywhere.
+    let flat = direct || span >= o2;
+    let tiles = if flat { ol.div_ceil(span).max(1) } else { ol_rows * per_row };
+    // Tile ti covers output positions tile_pos(ti), a contiguous range.
     let tile_pos = |ti: usize| -> std::ops::Range<usize> {
-        if span >= o2 {
+        if flat {
             ti * span..((ti + 1) * span).min(ol)
         } else {
             let (r, j) = (ti / per_row, ti % per_row);
@@ -379,7 +384,7 @@ fn conv_impl<T: Elem + WithDType>(x: &[T], w: &[T], b: Option<&[T]>, g: &Geo, n:
         }
     };
     let yp = Ptr(y.as_mut_ptr());
-    // One tile: output rows r0..r1 of (batch, group): im2col into a small buffer, bias, one gemm.
+    // One tile of (batch, group): im2col of its positions into a small buffer, bias, one gemm.
     let tile = |task: usize| {
         let (bi, gi, ti) = (task / (groups * tiles), task / tiles % groups, task % tiles);
         let pos = tile_pos(ti);
@@ -407,23 +412,7 @@ fn conv_impl<T: Elem + WithDType>(x: &[T], w: &[T], b: Option<&[T]>, g: &Geo, n:
         // SAFETY: wg is cout_g × kdim, rhs kdim × width at row stride ldb, dst cout_g × width at ol.
         unsafe { gemm_serial(cout_g, kdim, width, wg.as_ptr(), kdim, rhs.as_ptr(), ldb, dst, ol, b.is_some()) };
     };
-    let tasks = n * groups * tiles;
-    if direct && tasks < crate::pool::threads() {
-        // Few large 1x1 products: split their columns over the threads instead.
-        for t in 0..tasks {
-            let (bi, gi) = (t / groups, t % groups);
-            let xg = &x[(bi * c_in + gi * cin_g) * il..(bi * c_in + (gi + 1) * cin_g) * il];
-            let wg = &w[gi * cout_g * cin_g..(gi + 1) * cout_g * cin_g];
-            // SAFETY: block (bi, gi) of the output is cout_g·ol contiguous elements.
-            let yg = unsafe { yp.block(bi * groups + gi, cout_g * ol) };
-            gemm_slices(cout_g, cin_g, ol, wg, cin_g, 1, xg, yg, false);
-            if let Some(b) = b {
-                add_bias(yg, &b[gi * cout_g..(gi + 1) * cout_g], cout_g, ol);
-            }
-        }
-    } else {
-        crate::pool::for_each(tasks, &tile);
-    }
+    crate::pool::for_each(n * groups * tiles, &tile);
     y
 }
 

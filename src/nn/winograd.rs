@@ -85,12 +85,13 @@ pub fn conv3x3(x: &[f32], w: &[f32], bias: Option<&[f32]>, p: &Plan) -> Vec<f32>
                 )
             };
         }
-        let plane = p.oh * p.ow;
+        // This block's output rows: 2·ty0 up to two per tile row, clipped to the plane.
+        let (r0, r1) = (2 * ty0, (2 * (ty0 + rows)).min(p.oh));
         for co in 0..p.cout {
-            // SAFETY: this task writes output rows 2·ty0.. of its image only, and each channel's plane once.
-            let out = unsafe { std::slice::from_raw_parts_mut(yp.get().add((bi * p.cout + co) * plane), plane) };
+            // SAFETY: rows r0..r1 of channel co of image bi belong to this task alone.
+            let out = unsafe { std::slice::from_raw_parts_mut(yp.get().add(((bi * p.cout + co) * p.oh + r0) * p.ow), (r1 - r0) * p.ow) };
             let b = bias.map_or(0.0, |b| b[co]);
-            output_tiles(&m, co * tb, sm, out, p.ow, p.oh, ty0, rows, tw, b, &mut scratch);
+            output_tiles(&m, co * tb, sm, out, p.ow, rows, tw, b, &mut scratch);
         }
     };
     crate::pool::for_each(p.n * blocks, &task);
@@ -138,11 +139,11 @@ multiversion! {
 }
 
 multiversion! {
-    /// Y = Aᵀ·M·A + bias for one output channel's tiles of rows ty0..ty0+rows (m[ξ·stride + at + t]),
-    /// clipped to the oh × ow plane. The four outputs of each tile go to four unit-stride rows first
-    /// and are interleaved into the plane after.
+    /// Y = Aᵀ·M·A + bias for one output channel's `rows` tile rows (m[ξ·stride + at + t]) into `out`,
+    /// the output rows they cover (the last tile row may have only one). The four outputs of each
+    /// tile go to four unit-stride rows first and are interleaved into the plane after.
     #[allow(clippy::too_many_arguments)]
-    fn output_tiles<>(m: &[f32], at: usize, stride: usize, out: &mut [f32], ow: usize, oh: usize, ty0: usize, rows: usize, tw: usize, bias: f32, scratch: &mut [f32])
+    fn output_tiles<>(m: &[f32], at: usize, stride: usize, out: &mut [f32], ow: usize, rows: usize, tw: usize, bias: f32, scratch: &mut [f32])
     where []
     {
         let (y00, rest) = scratch[..4 * tw].split_at_mut(tw);
@@ -166,9 +167,9 @@ multiversion! {
                 y10[tx] = t[1][0] + t[1][1] + t[1][2] + bias;
                 y11[tx] = t[1][1] - t[1][2] - t[1][3] + bias;
             }
-            let r = 2 * (ty0 + ty);
+            let r = 2 * ty;
             interleave(&mut out[r * ow..(r + 1) * ow], y00, y01);
-            if r + 1 < oh {
+            if (r + 2) * ow <= out.len() {
                 interleave(&mut out[(r + 1) * ow..(r + 2) * ow], y10, y11);
             }
         }
