@@ -7,6 +7,7 @@ create_exception!(candle_bind, CandleError, PyRuntimeError, "An error raised by 
 create_exception!(candle_bind, ShapeError, CandleError, "Incompatible or invalid tensor shapes.");
 create_exception!(candle_bind, DTypeError, CandleError, "A dtype an operation does not take.");
 create_exception!(candle_bind, DeviceError, CandleError, "An unknown, unavailable or mismatched device.");
+create_exception!(candle_bind, OutOfMemoryError, CandleError, "A buffer larger than the system can give.");
 
 /// Turns a Candle error into the Python exception a torch user would expect.
 pub fn to_pyerr(err: candle_core::Error) -> PyErr {

@@ -5,6 +5,7 @@ mod dtype;
 mod error;
 mod io;
 mod isa;
+mod memory;
 mod nn;
 mod pool;
 mod tensor;
@@ -67,9 +68,11 @@ mod candle_bind_c {
     #[pymodule_export]
     use crate::dtype::{get_default_dtype, set_default_dtype, PyDType};
     #[pymodule_export]
-    use crate::error::{CandleError, DTypeError, DeviceError, ShapeError};
+    use crate::error::{CandleError, DTypeError, DeviceError, OutOfMemoryError, ShapeError};
     #[pymodule_export]
     use crate::isa::cpu_capability;
+    #[pymodule_export]
+    use crate::memory::reserve;
     #[pymodule_export]
     use crate::tensor::arith::{promote_types, result_type, where_fn};
     #[pymodule_export]
@@ -108,6 +111,8 @@ mod candle_bind_c {
     use crate::tensor::PyTensor;
     #[pymodule_export]
     use super::{get_num_threads, set_num_threads};
+    #[pymodule_export]
+    use crate::pool::_pool_panic_check;
 
     use pyo3::prelude::*;
 

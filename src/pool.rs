@@ -20,6 +20,8 @@ struct Job {
     n: usize,
     next: AtomicUsize,
     done: AtomicUsize,
+    /// The first panic of a task, re-raised on the caller once every task is done.
+    panic: Mutex<Option<Box<dyn std::any::Any + Send>>>,
 }
 // SAFETY: `f` is `Sync` and is only called while the caller waits (see above).
 unsafe impl Send for Job {}
@@ -35,8 +37,11 @@ impl Job {
             }
             // SAFETY: task `i` is claimed and not done, so the caller is still waiting and `f` lives.
             let f = unsafe { &*self.f };
-            // A panicking task must not take the worker down; kernels do not panic, this is a guard.
-            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(i)));
+            // A panicking task must not take the worker down or leave the caller waiting: it counts
+            // as done, and the caller re-raises the panic (PyO3 turns it into a Python exception).
+            if let Err(p) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(i))) {
+                self.panic.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert(p);
+            }
             self.done.fetch_add(1, Ordering::Release);
         }
     }
@@ -132,7 +137,7 @@ pub fn for_each(n: usize, f: &(dyn Fn(usize) + Sync)) {
     // SAFETY (lifetime erasure): the job is finished before this function returns, see `Job::f`.
     let f: *const (dyn Fn(usize) + Sync + '_) = f;
     let f: *const (dyn Fn(usize) + Sync + 'static) = unsafe { std::mem::transmute(f) };
-    let job = Arc::new(Job { f, n, next: AtomicUsize::new(0), done: AtomicUsize::new(0) });
+    let job = Arc::new(Job { f, n, next: AtomicUsize::new(0), done: AtomicUsize::new(0), panic: Mutex::new(None) });
     {
         let mut guard = p.job.lock().unwrap_or_else(|e| e.into_inner());
         *guard = Some(job.clone());
@@ -144,6 +149,11 @@ pub fn for_each(n: usize, f: &(dyn Fn(usize) + Sync)) {
         std::hint::spin_loop();
     }
     *p.job.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    drop(_busy);
+    let payload = job.panic.lock().unwrap_or_else(|e| e.into_inner()).take();
+    if let Some(payload) = payload {
+        std::panic::resume_unwind(payload);
+    }
 }
 
 /// Splits `out` into chunks of `chunk` elements and runs `f(chunk_index, chunk)` over the pool.
@@ -178,3 +188,14 @@ impl<T> SendPtr<T> {
 // SAFETY: only ever used to hand disjoint blocks of a buffer that outlives the tasks to the threads.
 unsafe impl<T> Send for SendPtr<T> {}
 unsafe impl<T> Sync for SendPtr<T> {}
+
+/// `_C._pool_panic_check(n)`: runs `n` pool tasks of which one panics, so tests can see that the panic
+/// reaches Python as an exception and that the pool keeps working afterwards.
+#[pyo3::pyfunction]
+pub fn _pool_panic_check(n: usize) {
+    for_each(n, &|i| {
+        if i == n / 2 {
+            panic!("task {i} panicked on purpose");
+        }
+    });
+}

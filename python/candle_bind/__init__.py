@@ -15,6 +15,7 @@ from ._C import (
     CandleError,
     DeviceError,
     DTypeError,
+    OutOfMemoryError,
     ShapeError,
     Tensor,
     arange,
@@ -515,7 +516,7 @@ def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=N
             setattr(ts, name, value)
 
 __all__ = [
-    "CandleError", "DTypeError", "DeviceError", "ShapeError", "Size", "Tensor", "arange", "as_tensor",
+    "CandleError", "DTypeError", "DeviceError", "OutOfMemoryError", "ShapeError", "Size", "Tensor", "arange", "as_tensor",
     "bucketize", "from_torch", "load", "save", "searchsorted", "take_along_dim", "to_torch", "unique",
     "bfloat16", "bool", "int8", "int16", "uint16", "uint32", "uint64", "float8_e4m3fn", "float8_e5m2", "complex64",
     "complex128", "short", "cfloat", "cdouble", "broadcast_shapes", "broadcast_to", "cat", "concat", "concatenate", "cuda", "device",

@@ -6,8 +6,9 @@ from __future__ import annotations
 import contextlib
 
 from . import _C
+from ._C import OutOfMemoryError  # torch.cuda.OutOfMemoryError is torch.OutOfMemoryError
 
-__all__ = ["is_available", "device_count", "current_device", "set_device", "synchronize", "empty_cache",
+__all__ = ["OutOfMemoryError", "is_available", "device_count", "current_device", "set_device", "synchronize", "empty_cache",
            "manual_seed", "manual_seed_all", "seed", "seed_all", "is_bf16_supported", "get_device_name",
            "get_device_capability", "get_device_properties", "memory_allocated", "max_memory_allocated",
            "memory_reserved", "max_memory_reserved", "reset_peak_memory_stats", "reset_max_memory_allocated",

@@ -211,7 +211,7 @@ fn pad3(v: &[usize], fill: usize) -> [usize; 3] {
 /// conv{1,2,3}d: input (N, C_in, *L), weight (C_out, C_in/groups, *k) → (N, C_out, *out).
 #[pyfunction]
 #[pyo3(signature = (input, weight, bias, stride, padding, dilation, groups))]
-pub fn conv(input: &PyTensor, weight: &PyTensor, bias: Option<&PyTensor>, stride: Vec<usize>, padding: Vec<usize>, dilation: Vec<usize>, groups: usize) -> PyResult<PyTensor> {
+pub fn conv(input: &PyTensor, weight: &PyTensor, bias: Option<&PyTensor>, stride: Vec<i64>, padding: Vec<i64>, dilation: Vec<i64>, groups: i64) -> PyResult<PyTensor> {
     run(input, weight, bias, stride, padding, dilation, groups, None)
 }
 
@@ -223,12 +223,13 @@ pub fn conv_transpose(
     input: &PyTensor,
     weight: &PyTensor,
     bias: Option<&PyTensor>,
-    stride: Vec<usize>,
-    padding: Vec<usize>,
-    output_padding: Vec<usize>,
-    dilation: Vec<usize>,
-    groups: usize,
+    stride: Vec<i64>,
+    padding: Vec<i64>,
+    output_padding: Vec<i64>,
+    dilation: Vec<i64>,
+    groups: i64,
 ) -> PyResult<PyTensor> {
+    let output_padding = output_padding.iter().map(|&x| x.max(0) as usize).collect();
     run(input, weight, bias, stride, padding, dilation, groups, Some(output_padding))
 }
 
@@ -237,12 +238,27 @@ fn run(
     input: &PyTensor,
     weight: &PyTensor,
     bias: Option<&PyTensor>,
-    stride: Vec<usize>,
-    padding: Vec<usize>,
-    dilation: Vec<usize>,
-    groups: usize,
+    stride: Vec<i64>,
+    padding: Vec<i64>,
+    dilation: Vec<i64>,
+    groups: i64,
     output_padding: Option<Vec<usize>>,
 ) -> PyResult<PyTensor> {
+    // torch's argument checks, in its order.
+    if stride.iter().any(|&x| x <= 0) {
+        return Err(runtime_err("non-positive stride is not supported"));
+    }
+    if dilation.iter().any(|&x| x <= 0) {
+        return Err(runtime_err(format!("dilation should be greater than zero, but got {dilation:?}")));
+    }
+    if padding.iter().any(|&x| x < 0) {
+        return Err(runtime_err("negative padding is not supported"));
+    }
+    if groups <= 0 {
+        return Err(runtime_err("non-positive groups is not supported"));
+    }
+    let usizes = |v: &[i64]| v.iter().map(|&x| x as usize).collect::<Vec<usize>>();
+    let (stride, padding, dilation, groups) = (usizes(&stride), usizes(&padding), usizes(&dilation), groups as usize);
     let ns = input.rank().saturating_sub(2);
     if !(1..=3).contains(&ns) || weight.rank() != ns + 2 || [stride.len(), padding.len(), dilation.len()] != [ns; 3] {
         return Err(runtime_err(format!(
@@ -276,27 +292,46 @@ fn run(
     let k = pad3(&wd[2..], 1);
     let (s, p, d) = (pad3(&stride, 1), pad3(&padding, 0), pad3(&dilation, 1));
     let op = pad3(output_padding.as_deref().unwrap_or(&[]), 0);
+    if wd[2..].contains(&0) {
+        return Err(runtime_err(format!("kernel size should be greater than zero, but got kernel size {:?}", &wd[2..])));
+    }
+    // Sizes in i128: a stride, padding or dilation as large as an int64 must not wrap around.
     let mut out = [1usize; 3];
+    let mut out_i = [1i128; 3];
     for i in 0..3 {
-        let span = d[i] * (k[i] - 1) + 1;
-        out[i] = if transposed {
-            ((len[i] as i64 - 1) * s[i] as i64 - 2 * p[i] as i64 + span as i64 + op[i] as i64).max(0) as usize
+        let span = d[i] as i128 * (k[i] as i128 - 1) + 1;
+        let padded = len[i] as i128 + 2 * p[i] as i128;
+        if span.max(padded).max(s[i] as i128 * len[i] as i128) > 1 << 40 {
+            return Err(runtime_err(format!("conv: stride, padding or dilation too large for input size {:?}", input.dims())));
+        }
+        out_i[i] = if transposed {
+            (len[i] as i128 - 1) * s[i] as i128 - 2 * p[i] as i128 + span + op[i] as i128
         } else {
-            let padded = len[i] + 2 * p[i];
             if padded < span {
                 return Err(runtime_err(format!(
                     "Calculated padded input size per channel: ({}). Kernel size: ({}). Kernel size can't be greater than actual input size",
                     padded, span
                 )));
             }
-            (padded - span) / s[i] + 1
+            (padded - span) / s[i] as i128 + 1
         };
+        out[i] = out_i[i].max(0) as usize;
+    }
+    if transposed && out_i.iter().any(|&o| o <= 0) {
+        let show = |v: &[i128]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(" x ");
+        let ins: Vec<i128> = input.dims()[2..].iter().map(|&x| x as i128).collect();
+        return Err(runtime_err(format!(
+            "Given input size per channel: ({}). Calculated output size per channel: ({}). Output size is too small",
+            show(&ins),
+            show(&out_i[3 - ns..])
+        )));
     }
     // For a transposed conv the roles swap: the geometry maps output taps back onto the input.
     let geo = if transposed { Geo { len: out, k, out: len, stride: s, pad: p, dil: d } } else { Geo { len, k, out, stride: s, pad: p, dil: d } };
     let compute = if input.dtype == DType::F64 { candle_core::DType::F64 } else { candle_core::DType::F32 };
     let mut out_dims = vec![n, c_out];
     out_dims.extend(&out[3 - ns..]);
+    crate::memory::ensure(&out_dims, compute, &Device::Cpu)?;
     fn typed<T: Elem + WithDType>(
         input: &PyTensor, weight: &PyTensor, bias: Option<&PyTensor>, geo: &Geo, (n, c_in, c_out, groups): (usize, usize, usize, usize),
         transposed: bool, out_dims: &[usize],

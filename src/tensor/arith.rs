@@ -207,6 +207,7 @@ fn has_zero(t: &Tensor) -> PyResult<bool> {
 /// `a <op> b` on tensors that already share a compute dtype; bool results come back as U8.
 fn compute(op: BinOp, a: &Tensor, b: &Tensor, ct: DType) -> PyResult<Tensor> {
     let dims = broadcast_dims(a.dims(), b.dims())?;
+    crate::memory::ensure(&dims, if op.is_cmp() { candle_core::DType::U8 } else { ct.candle() }, a.device())?;
     if !a.device().same_device(b.device()) {
         return Err(DeviceError::new_err(format!(
             "Expected all tensors to be on the same device, but found at least two devices, {:?} and {:?}!",
@@ -1003,6 +1004,7 @@ pub fn where_(cond: &PyTensor, x: Operand<'_>, y: Operand<'_>) -> PyResult<PyTen
     let (tx, ty) = (to_t(x)?, to_t(y)?);
     let c = cast(&cond.t, cond.dtype, DType::Bool)?;
     let dims = broadcast_dims(&broadcast_dims(c.dims(), tx.dims())?, ty.dims())?;
+    crate::memory::ensure(&dims, tx.dtype(), tx.device())?;
     let out = if is_cpu(&c) {
         where_cpu(&c, &tx, &ty, &dims)?
     } else {
@@ -1073,6 +1075,13 @@ pub fn matmul(a: &PyTensor, b: &PyTensor) -> PyResult<PyTensor> {
         return Ok(PyTensor::new(out.t.reshape(dims).py()?, a.dtype));
     }
     let batch = broadcast_dims(&da[..da.len() - 2], &db[..db.len() - 2])?;
+    // The output, and each operand as broadcast over the batch (which a strided product copies);
+    // integer products run in float64.
+    let wide = if a.dtype.is_float() { ta.dtype() } else { candle_core::DType::F64 };
+    for (rows, cols) in [(da[da.len() - 2], db[db.len() - 1]), (da[da.len() - 2], k1), (k1, db[db.len() - 1])] {
+        let dims: Vec<usize> = batch.iter().copied().chain([rows, cols]).collect();
+        crate::memory::ensure(&dims, wide, ta.device())?;
+    }
     let work = |ta: Tensor, tb: Tensor| -> PyResult<Tensor> {
         let float = a.dtype.is_float();
         let (ta, tb) = if float {

@@ -75,6 +75,7 @@ pub fn size_arg(args: &Bound<'_, PyTuple>) -> PyResult<Vec<usize>> {
 }
 
 fn filled(dims: &[usize], value: Scalar, dtype: DType, device: &Device) -> PyResult<PyTensor> {
+    crate::memory::ensure(dims, dtype.candle(), device)?;
     let one = value.tensor(dtype, &Device::Cpu)?;
     // Candle's broadcast-then-copy is a strided gather; a plain fill of the element is ~20x faster.
     let n: usize = dims.iter().product();
@@ -86,6 +87,7 @@ fn filled(dims: &[usize], value: Scalar, dtype: DType, device: &Device) -> PyRes
 }
 
 fn zeros_t(dims: &[usize], dtype: DType, device: &Device) -> PyResult<PyTensor> {
+    crate::memory::ensure(dims, dtype.candle(), device)?;
     Ok(PyTensor::new(Tensor::zeros(dims, dtype.candle(), device).py()?, dtype))
 }
 
@@ -280,6 +282,8 @@ pub(crate) enum Dist {
 /// float64 is sampled in f64; the other float dtypes in f32 and cast.
 pub(crate) fn random_tensor(dims: &[usize], dt: DType, dev: &Device, dist: Dist) -> PyResult<Tensor> {
     const BLOCK: usize = 4096;
+    // f32 samples for every float dtype but float64.
+    crate::memory::ensure(dims, if dt == DType::F64 { candle_core::DType::F64 } else { candle_core::DType::F32 }, dev)?;
     let n: usize = dims.iter().product();
     let seeds: Vec<u64> = with_rng(|r| (0..n.div_ceil(BLOCK)).map(|_| r.random()).collect());
     let t = if dt == DType::F64 {
@@ -458,6 +462,7 @@ pub fn randint(args: &Bound<'_, PyTuple>, size: Option<&Bound<'_, PyAny>>, dtype
     let dims = size_arg(&PyTuple::new(args.py(), [size_ob])?)?;
     let dt = opt_dtype(dtype)?.unwrap_or(DType::I64);
     place_or(opt_place(device)?, &dims.clone(), dt, |dev| {
+        crate::memory::ensure(&dims, candle_core::DType::I64, dev)?;
         let n: usize = dims.iter().product();
         let v: Vec<i64> = with_rng(|r| (0..n).map(|_| r.random_range(low..high)).collect());
         let t = Tensor::from_vec(v, dims, dev).py()?;
@@ -469,6 +474,7 @@ pub fn randint(args: &Bound<'_, PyTuple>, size: Option<&Bound<'_, PyAny>>, dtype
 #[pyo3(signature = (n, *, dtype=None, device=None, generator=None))]
 pub fn randperm(n: usize, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, generator: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
     let _ = generator;
+    crate::memory::ensure(&[n], candle_core::DType::I64, &Device::Cpu)?;
     let mut v: Vec<i64> = (0..n as i64).collect();
     with_rng(|r| {
         for i in (1..n).rev() {
@@ -506,6 +512,13 @@ pub fn arange(args: &Bound<'_, PyTuple>, dtype: Option<&Bound<'_, PyAny>>, devic
     let kind = start.kind().max(stop.kind()).max(st.kind()).max(Kind::Int);
     let dt = opt_dtype(dtype)?.unwrap_or(DType::default_for(kind));
     let (a, b, s) = (start.as_f64(), stop.as_f64(), st.as_f64());
+    let show = |v: f64| if v.is_nan() { "nan".to_string() } else { v.to_string() };
+    if !(a.is_finite() && b.is_finite()) {
+        return Err(runtime_err(format!("unsupported range: {} -> {}", show(a), show(b))));
+    }
+    if !s.is_finite() {
+        return Err(runtime_err(format!("step must be finite but got {}", show(s))));
+    }
     if s == 0.0 {
         return Err(runtime_err("step must be nonzero"));
     }
@@ -522,9 +535,11 @@ pub fn arange(args: &Bound<'_, PyTuple>, dtype: Option<&Bound<'_, PyAny>>, devic
         let (a, b, s) = (start.as_i64(), stop.as_i64(), st.as_i64());
         let n = ((b - a) as i128 + (s as i128) - s.signum() as i128) / s as i128;
         let n = n.max(0) as usize;
+        crate::memory::ensure(&[n], candle_core::DType::I64, &Device::Cpu)?;
         Tensor::from_vec((0..n as i64).map(|i| a + i * s).collect::<Vec<_>>(), n, &dev).py()?
     } else {
         let n = ((b - a) / s).ceil().max(0.0) as usize;
+        crate::memory::ensure(&[n], candle_core::DType::F64, &Device::Cpu)?;
         Tensor::from_vec((0..n).map(|i| a + i as f64 * s).collect::<Vec<_>>(), n, &dev).py()?
     };
     let from = DType::from_candle(t.dtype())?;
@@ -556,6 +571,7 @@ pub fn eye(n: usize, m: Option<usize>, dtype: Option<&Bound<'_, PyAny>>, device:
     if let Place::Meta = place {
         return super::meta::meta_tensor(&[n, m], dt);
     }
+    crate::memory::ensure(&[n, m], dt.candle(), &Device::Cpu)?;
     let v: Vec<u8> = (0..n * m).map(|i| (i / m == i % m) as u8).collect();
     let t = Tensor::from_vec(v, (n, m), &real_device(&place)).py()?;
     Ok(PyTensor::new(cast(&t, DType::Bool, dt)?, dt))

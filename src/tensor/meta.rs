@@ -65,6 +65,7 @@ pub fn is_meta_storage(s: &Storage, d: CDType) -> bool {
 
 /// A meta tensor of `dims` and `dtype`.
 pub fn meta_tensor(dims: &[usize], dtype: DType) -> PyResult<PyTensor> {
+    crate::memory::bytes_of(dims, dtype.candle().size_in_bytes())?;
     let (z, _) = zero_of(dtype.candle()).ok_or_else(|| dtype.unsupported())?;
     Ok(PyTensor::new(z.broadcast_as(dims).py()?, dtype))
 }

@@ -70,6 +70,10 @@ impl PyTensor {
     pub fn same(&self, t: Tensor) -> Self {
         PyTensor::new(t, self.dtype)
     }
+    /// Checks that an output of `dims` in this tensor's dtype and device can be allocated.
+    pub fn reserve(&self, dims: &[usize]) -> PyResult<()> {
+        Ok(crate::memory::ensure(dims, self.t.dtype(), self.t.device())?)
+    }
 }
 
 /// A Python number as an operand.

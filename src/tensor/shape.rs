@@ -286,14 +286,16 @@ impl PyTensor {
         if self.is_meta() {
             return self.meta_like(self.dims());
         }
+        self.reserve(self.dims())?;
         Ok(self.same(self.t.copy().py()?))
     }
     #[pyo3(signature = (memory_format=None))]
     fn contiguous(&self, memory_format: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
         let _ = memory_format;
-        if self.is_meta() {
+        if self.is_meta() || self.t.is_contiguous() {
             return Ok(self.same(self.t.clone()));
         }
+        self.reserve(self.dims())?;
         Ok(self.same(self.t.contiguous().py()?))
     }
 
@@ -468,13 +470,18 @@ impl PyTensor {
                 "Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor",
             ));
         }
+        if let Some(&bad) = s.iter().find(|&&x| x < 0) {
+            return Err(runtime_err(format!("Trying to create tensor with negative dimension {bad}: {s:?}")));
+        }
         let mut t = self.t.clone();
         for _ in self.rank()..s.len() {
             t = t.unsqueeze(0).py()?;
         }
-        let reps: Vec<usize> = s.iter().map(|&x| x.max(0) as usize).collect();
+        let reps: Vec<usize> = s.iter().map(|&x| x as usize).collect();
+        let dims = t.dims().iter().zip(&reps).map(|(a, b)| a.checked_mul(*b)).collect::<Option<Vec<usize>>>();
+        let dims = dims.ok_or_else(|| runtime_err(format!("Storage size calculation overflowed with sizes={s:?}")))?;
+        self.reserve(&dims)?;
         if reps.contains(&0) {
-            let dims: Vec<usize> = t.dims().iter().zip(&reps).map(|(a, b)| a * b).collect();
             return Ok(self.same(Tensor::zeros(dims, self.dtype.candle(), t.device()).py()?));
         }
         // Candle returns the input itself for all-ones repeats; torch's repeat always copies.
@@ -502,8 +509,16 @@ impl PyTensor {
             if c.len() != n {
                 return Err(runtime_err("repeats must have the same size as input along dim"));
             }
-            c.into_iter().map(|x| x.max(0) as usize).collect()
+            if c.iter().any(|&x| x < 0) {
+                return Err(runtime_err("repeats can not be negative"));
+            }
+            c.into_iter().map(|x| x as usize).collect()
         };
+        let total = counts.iter().try_fold(0usize, |a, &c| a.checked_add(c));
+        let total = total.ok_or_else(|| runtime_err("repeat_interleave: the output size overflows"))?;
+        crate::memory::ensure(&[total], candle_core::DType::I64, &candle_core::Device::Cpu)?;
+        let row: usize = src.dims().iter().enumerate().filter(|&(i, _)| i != d).map(|(_, &x)| x).product();
+        self.reserve(&[total, row])?;
         let idx: Vec<i64> = counts.iter().enumerate().flat_map(|(i, &c)| std::iter::repeat_n(i as i64, c)).collect();
         let len = idx.len();
         let idx = Tensor::from_vec(idx, len, src.device()).py()?;
