@@ -256,12 +256,48 @@ def test_gather_scatter(dim):
 
 def test_gather_errors():
     x = cb.zeros(3, 4)
-    with pytest.raises(IndexError, match="out of bounds"):
+    with pytest.raises(RuntimeError, match="out of bounds"):
         x.gather(1, cb.tensor([[5]]))
     with pytest.raises(RuntimeError, match="same number of dimensions"):
         x.gather(1, cb.tensor([1]))
     with pytest.raises(RuntimeError, match="int64"):
         x.gather(1, cb.tensor([[0.0]]))
+
+
+# Which index-taking ops count negative indices from the end, and which raise (and with what).
+NEGATIVE_INDEX_CALLS = [
+    "x.gather(0, i)", "x.scatter(0, i, s)", "x.scatter_add(0, i, s)",
+    "x.index_select(0, i)", "x.index_add(0, i, s)", "x.index_copy(0, i, s)", "x.index_fill(0, i, 1.0)",
+    "x.take(i)", "x[i]", "x.index_put((i,), s)", "m.embedding(i, x.reshape(3, 1))", "m.take_along_dim(x, i)",
+]
+
+
+@pytest.mark.parametrize("call", NEGATIVE_INDEX_CALLS)
+@pytest.mark.parametrize("value", [-1, -4, 3])
+def test_negative_and_out_of_range_indices(call, value):
+    def run(m, f):
+        env = {"x": m.arange(3.0), "i": m.tensor([value]), "s": m.ones(1), "m": m, "F": f}
+        if call.startswith("m.embedding"):
+            env["m"] = f
+        try:
+            return eval(call, env), None
+        except Exception as e:  # noqa: BLE001 - the type is what is compared
+            return None, e
+    want, want_err = run(torch, torch.nn.functional)
+    got, got_err = run(cb, cb.nn.functional)
+    if want_err is not None:
+        assert got_err is not None, f"{call} with {value}: torch raised {want_err!r}, candle_bind returned {got}"
+        assert isinstance(got_err, type(want_err)), f"{call}: {got_err!r} is not a {type(want_err).__name__}"
+    else:
+        assert got_err is None, f"{call} with {value}: {got_err!r}"
+        assert_same(got, want)
+
+
+def test_take_along_dim_counts_negative_indices_from_the_end():
+    # torch reads out-of-range indices here unchecked; only the in-range negative ones are compared.
+    x = torch.arange(6.0).reshape(2, 3)
+    i = torch.tensor([[-1, 0], [-3, 2]])
+    assert_same(cb.take_along_dim(to_cb(x), to_cb(i), 1), torch.take_along_dim(x, i, 1))
 
 
 @pytest.mark.parametrize("dtype", ["float32", "int64", "bool", "float16"])

@@ -121,7 +121,8 @@ def allclose(input: Tensor, other, rtol: float = 1e-05, atol: float = 1e-08, equ
 
 
 def take_along_dim(input: Tensor, indices: Tensor, dim=None) -> Tensor:
-    """torch.take_along_dim: gather with indices broadcast against the input (flattened if no dim)."""
+    """torch.take_along_dim: gather with indices broadcast against the input (flattened if no dim);
+    along a dim, unlike gather, negative indices count from the end."""
     if dim is None:
         return input.reshape(-1).gather(0, indices.reshape(-1))
     rank = input.dim()
@@ -138,6 +139,7 @@ def take_along_dim(input: Tensor, indices: Tensor, dim=None) -> Tensor:
             shape_i[i] = shape_x[i] = n
     shape_i[d] = input.shape[d]
     shape_x[d] = indices.shape[d]
+    indices = indices + (indices < 0) * input.shape[d]
     return input.expand(*shape_i).gather(d, indices.expand(*shape_x))
 
 

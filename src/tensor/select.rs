@@ -34,12 +34,12 @@ fn contiguous_strides(dims: &[usize]) -> Vec<usize> {
     s
 }
 
-fn wrap(i: i64, n: usize, dim: usize) -> PyResult<usize> {
-    let n_i = n as i64;
-    if i < -n_i || i >= n_i {
-        return Err(index_err(format!("index {i} is out of bounds for dimension {dim} with size {n}")));
+/// gather and scatter take no negative indices, and raise RuntimeError (not IndexError) as torch does.
+fn in_bounds(i: i64, n: usize, dim: usize) -> PyResult<usize> {
+    if i < 0 || i >= n as i64 {
+        return Err(runtime_err(format!("index {i} is out of bounds for dimension {dim} with size {n}")));
     }
-    Ok(if i < 0 { i + n_i } else { i } as usize)
+    Ok(i as usize)
 }
 
 /// Total order used by sort/topk/unique: NaN above everything, as torch orders it.
@@ -218,7 +218,8 @@ fn i64_tensor(v: Vec<i64>, dims: &[usize]) -> PyResult<PyTensor> {
 
 impl PyTensor {
     /// gather along `dim`: out[i][j][k] = self[index[i][j][k]][j][k] (for dim 0), out shaped like index.
-    pub fn gather_impl(&self, dim: i64, index: &PyTensor) -> PyResult<PyTensor> {
+    /// `negative`: whether indices may count from the end (searchsorted's sorter; not torch.gather).
+    pub fn gather_impl(&self, dim: i64, index: &PyTensor, negative: bool) -> PyResult<PyTensor> {
         let d = norm_dim(dim, self.rank())?;
         let idx = index_values(index, "gather")?;
         if index.rank() != self.rank().max(1) && !(index.rank() <= 1 && self.rank() <= 1) {
@@ -242,8 +243,9 @@ impl PyTensor {
             base_st[d] = 0;
         }
         // Bounds first, in one pass, so the offset loop below carries no error path.
-        if let Some(&i) = idx.iter().find(|&&i| i < -(n as i64) || i >= n as i64) {
-            wrap(i, n, d)?;
+        let lo = if negative { -(n as i64) } else { 0 };
+        if let Some(&i) = idx.iter().find(|&&i| i < lo || i >= n as i64) {
+            in_bounds(i, n, d)?;
         }
         let sd = st.get(d).copied().unwrap_or(1);
         let mut offs = Vec::with_capacity(idx.len());
@@ -307,7 +309,7 @@ impl PyTensor {
         let mut k = 0;
         let mut bad = None;
         for_each_offset(index.dims(), &base_st, 0, |o| {
-            match wrap(idx[k], n, d) {
+            match in_bounds(idx[k], n, d) {
                 Ok(i) => dst_offs.push(o + i * st.get(d).copied().unwrap_or(1)),
                 Err(e) => {
                     bad.get_or_insert(e);
@@ -367,7 +369,16 @@ impl PyTensor {
             Operand::S(s) => s.tensor(self.dtype, &Device::Cpu)?.broadcast_as(sdims.as_slice()).py()?.contiguous().py()?,
         };
         let (outer, inner) = (dims[..d.min(dims.len())].iter().product::<usize>(), dims.get(d + 1..).map_or(1, |r| r.iter().product()));
-        let pos: Vec<usize> = idx.iter().map(|&i| wrap(i, n, d)).collect::<PyResult<_>>()?;
+        // Only index_fill takes negative indices in torch, and each op words its error differently.
+        let lo = if matches!(mode, IndexMode::Fill) { -(n as i64) } else { 0 };
+        if let Some(&i) = idx.iter().find(|&&i| i < lo || i >= n as i64) {
+            return Err(match mode {
+                IndexMode::Add(_) => index_err("index out of range in self"),
+                IndexMode::Copy => index_err(format!("index_copy_(): index {i} is out of bounds for dimension {d} with size {n}")),
+                IndexMode::Fill => index_err(format!("index {i} is out of bounds for dimension {d} with size {n}")),
+            });
+        }
+        let pos: Vec<usize> = idx.iter().map(|&i| (if i < 0 { i + n as i64 } else { i }) as usize).collect();
         let out = with_dtype!(me.dtype(), T => {
             let mut data = super::cpu_vec::<T>(&me)?;
             let sv = super::cpu_vec::<T>(&src)?;
@@ -379,7 +390,7 @@ impl PyTensor {
                         data[dst + q] = match mode {
                             IndexMode::Add(a) if a == 1.0 => data[dst + q] + sv[s + q],
                             IndexMode::Add(_) => data[dst + q] + alpha * sv[s + q],
-                            IndexMode::Copy => sv[s + q],
+                            IndexMode::Copy | IndexMode::Fill => sv[s + q],
                         };
                     }
                 }
@@ -437,6 +448,8 @@ impl PyTensor {
 enum IndexMode {
     Add(f64),
     Copy,
+    /// index_fill: a copy of one value, where negative indices count from the end.
+    Fill,
 }
 
 fn tensor_arg<'py>(ob: &Bound<'py, PyAny>, what: &str) -> PyResult<PyRef<'py, PyTensor>> {
@@ -462,7 +475,7 @@ impl PyTensor {
     #[pyo3(signature = (dim, index, *, sparse_grad=false))]
     fn gather(&self, dim: i64, index: &PyTensor, sparse_grad: bool) -> PyResult<PyTensor> {
         let _ = sparse_grad;
-        self.gather_impl(dim, index)
+        self.gather_impl(dim, index, false)
     }
 
     #[pyo3(signature = (dim, index, src=None, value=None, *, reduce=None))]
@@ -492,7 +505,13 @@ impl PyTensor {
             return Err(index_err("index_select(): Index is supposed to be a vector"));
         }
         let n = self.dims().get(d).copied().unwrap_or(1);
-        let idx: Vec<u32> = index_values(index, "index_select")?.iter().map(|&i| wrap(i, n, d).map(|v| v as u32)).collect::<PyResult<_>>()?;
+        let idx = index_values(index, "index_select")?;
+        if idx.iter().any(|&i| i < 0 || i >= n as i64) {
+            return Err(index_err("index out of range in self"));
+        }
+        let row: usize = self.dims().iter().enumerate().filter(|&(i, _)| i != d).map(|(_, &x)| x).product();
+        self.reserve(&[idx.len(), row])?;
+        let idx: Vec<u32> = idx.iter().map(|&i| i as u32).collect();
         let it = Tensor::from_vec(idx.clone(), idx.len(), self.t.device()).py()?;
         let src = if self.rank() == 0 { self.t.reshape(1).py()? } else { self.t.clone() };
         let out = src.contiguous().py()?.index_select(&it, d).py()?;
@@ -533,7 +552,7 @@ impl PyTensor {
             Arg::T(t) => super::convert::scalar_of(&t)?,
             Arg::S(s) => s,
         };
-        self.index_update(dim, index, Operand::S(v), IndexMode::Copy, "index_fill")
+        self.index_update(dim, index, Operand::S(v), IndexMode::Fill, "index_fill")
     }
     fn index_fill_<'py>(slf: PyRef<'py, Self>, dim: i64, index: &PyTensor, value: &Bound<'_, PyAny>) -> PyResult<PyRef<'py, Self>> {
         let r = slf.index_fill(dim, index, value)?;
@@ -897,7 +916,7 @@ pub fn searchsorted(
         None => right,
     };
     let seq = match sorter {
-        Some(s) => sorted_sequence.gather_impl(-1, s)?,
+        Some(s) => sorted_sequence.gather_impl(-1, s, true)?,
         None => sorted_sequence.same(sorted_sequence.t.clone()),
     };
     let holder;

@@ -1113,13 +1113,16 @@ def _taps(mode, L, O, scale, ac):
     return idx, wts
 
 
+_INTERPOLATE_MODES = ("nearest", "nearest-exact", "linear", "bilinear", "bicubic", "trilinear", "area")
+
+
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None, recompute_scale_factor=None,
                 antialias=False):
     """torch's F.interpolate for nearest, nearest-exact, (bi/tri)linear, bicubic and area, with size
     or scale_factor, align_corners and recompute_scale_factor; separable, one spatial dim at a time."""
     n = input.dim() - 2
-    if n < 1:
-        raise ValueError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.dim()}D) for the modes: nearest | linear | bilinear | bicubic | trilinear | area | nearest-exact (got {mode})")
+    if n < 1 or mode not in _INTERPOLATE_MODES:
+        raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.dim()}D) for the modes: nearest | linear | bilinear | bicubic | trilinear | lanczos | area | nearest-exact (got {mode})")
     expected = {"linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3}
     if mode in expected and expected[mode] != n:
         raise NotImplementedError(f"Got {input.dim()}D input, but {mode} mode needs {expected[mode] + 2}D input")
@@ -1135,8 +1138,18 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         scales = [None] * n
     else:
         sf = list(scale_factor) if isinstance(scale_factor, (list, tuple)) else [float(scale_factor)] * n
+        if len(sf) != n:
+            raise ValueError(f"Input and scale_factor must have the same number of spatial dimensions, but got input with spatial dimensions of {spatial} and scale_factor of shape {sf}.")
+        if not builtins.all(math.isfinite(f) for f in sf):
+            raise RuntimeError("value cannot be converted to type int64_t without overflow")
         out = [int(math.floor(s * f)) for s, f in zip(spatial, sf)]
         scales = [None if recompute_scale_factor else f for f in sf]
+    out = [int(o) for o in out]
+    if builtins.any(o <= 0 for o in out) or builtins.any(s <= 0 for s in spatial):
+        names = "DHW"[3 - n:]
+        show = lambda v: ", ".join(f"{c}: {x}" for c, x in zip(names, v))  # noqa: E731
+        raise RuntimeError(f"Input and output sizes should be greater than 0, but got input ({show(spatial)}) output ({show(out)})")
+    _C.reserve(list(input.shape[:2]) + out, input.dtype)
     if mode == "area":
         return (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d)[n - 1](input, out)
     ac = bool(align_corners)
