@@ -1,10 +1,12 @@
-"""candle_bind.load / candle_bind.save: the zip + pickle format `torch.save` writes (.pt/.pth/.bin).
+"""candle_bind.load / candle_bind.save: the zip + pickle format `torch.save` writes (.pt/.pth/.bin),
+and, for loading only, torch's legacy pre-1.6 format (`_use_new_zipfile_serialization=False`).
 
 Loading never runs code from the file: the unpickler resolves only an allow-list of globals (the
 tensor/parameter rebuild functions, storage types, OrderedDict, ...) like torch's
 `weights_only=True`, and names any other global in its error. Storages are read from the zip
 records with numpy, bounds-checked, and turned into candle_bind tensors; views that share a
-storage at the same place (tied weights) come back as the same tensor object.
+storage at the same place (tied weights) come back as the same tensor object. Both formats go
+through the same unpickler; the legacy one differs only in where the storage bytes live.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import pickle
 import struct
 import zipfile
 from collections import OrderedDict
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -32,6 +35,11 @@ _STORAGES = {
     "BFloat16Storage": ("<u2", "bfloat16"), "LongStorage": ("<i8", "int64"), "IntStorage": ("<i4", "int32"),
     "ShortStorage": ("<i2", "int32"), "CharStorage": ("i1", "int32"), "ByteStorage": ("u1", "uint8"),
     "BoolStorage": ("?", "bool"),
+    # torch has no such class: float8 tensors are an UntypedStorage plus `torch.float8_e4m3fn`
+    # (_rebuild_tensor_v3); the name is this module's handle for that pair.
+    "Float8_e4m3fnStorage": ("u1", "float8_e4m3fn"),
+    # Bytes with no dtype of their own; _rebuild_tensor_v3 says how to read them.
+    "UntypedStorage": ("u1", None),
 }
 _DTYPE_STORAGE = {"float32": "FloatStorage", "float64": "DoubleStorage", "float16": "HalfStorage",
                   "bfloat16": "BFloat16Storage", "int64": "LongStorage", "int32": "IntStorage", "uint8": "ByteStorage",
@@ -39,12 +47,39 @@ _DTYPE_STORAGE = {"float32": "FloatStorage", "float64": "DoubleStorage", "float1
 _TORCH_DTYPES = {"float32": "FloatStorage", "float": "FloatStorage", "float64": "DoubleStorage", "double": "DoubleStorage",
                  "float16": "HalfStorage", "half": "HalfStorage", "bfloat16": "BFloat16Storage", "int64": "LongStorage",
                  "long": "LongStorage", "int32": "IntStorage", "int": "IntStorage", "int16": "ShortStorage",
-                 "short": "ShortStorage", "int8": "CharStorage", "uint8": "ByteStorage", "bool": "BoolStorage"}
+                 "short": "ShortStorage", "int8": "CharStorage", "uint8": "ByteStorage", "bool": "BoolStorage",
+                 "float8_e4m3fn": "Float8_e4m3fnStorage"}
+# torch dtypes a checkpoint may name that candle_bind has no tensors of: named in a DTypeError.
+_UNSUPPORTED_DTYPES = {"uint16", "uint32", "uint64", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz",
+                       "float8_e8m0fnu", "complex32", "chalf", "complex64", "cfloat", "complex128", "cdouble"}
+_UNSUPPORTED_STORAGES = {"ComplexFloatStorage": "complex64", "ComplexDoubleStorage": "complex128",
+                         "QInt8Storage": "qint8", "QInt32Storage": "qint32", "QUInt8Storage": "quint8",
+                         "QUInt4x2Storage": "quint4x2", "QUInt2x4Storage": "quint2x4"}
 
 
 class _StorageType:
     def __init__(self, name: str):
         self.name = name
+
+
+class _UnsupportedDtype:
+    def __init__(self, name: str):
+        self.name = name
+
+
+def _unsupported(dtype: _UnsupportedDtype) -> Exception:
+    return _C.DTypeError(f"torch.{dtype.name} tensors are not supported by candle_bind yet")
+
+
+def _storage_kind(pid) -> str:
+    """The storage type name of a ('storage', type, key, location, numel, ...) persistent id."""
+    if not (isinstance(pid, tuple) and len(pid) >= 5 and pid[0] == "storage"):
+        raise UnpicklingError(f"unsupported persistent id {pid!r}")
+    if isinstance(pid[1], _UnsupportedDtype):
+        raise _unsupported(pid[1])
+    if not isinstance(pid[1], _StorageType):
+        raise UnpicklingError(f"unsupported storage type {pid[1]!r}")
+    return pid[1].name
 
 
 class _Storage:
@@ -54,9 +89,24 @@ class _Storage:
         self.array, self.kind, self.key = array, kind, key
 
 
+@cache
+def _e4m3fn_values() -> np.ndarray:
+    """float32 value of each float8_e4m3fn byte: 4 exponent bits (bias 7), 3 mantissa bits, no
+    infinities, NaN at 0x7f/0xff. float32 holds every one exactly, so .to(float8) gives the bytes back."""
+    b = np.arange(256, dtype=np.int64)
+    exp, man = (b >> 3) & 0xF, (b & 7).astype(np.float64)
+    mag = np.where(exp == 0, man / 8 * 2.0**-6, (1 + man / 8) * np.exp2(exp - 7))
+    mag[(b & 0x7F) == 0x7F] = np.nan
+    return np.where(b & 0x80, -mag, mag).astype(np.float32)
+
+
 def _to_tensor(arr: np.ndarray, kind: str) -> Tensor:
     dtype = _STORAGES[kind][1]
+    assert dtype is not None, "untyped storages are typed by _rebuild_tensor_v3 first"
     # (np.ascontiguousarray would turn 0-d arrays into 1-d ones; copies keep the shape.)
+    if kind == "Float8_e4m3fnStorage":
+        f32 = _e4m3fn_values()[arr.reshape(-1)].reshape(arr.shape)
+        return _C.from_numpy(f32).to(_C.float8_e4m3fn)
     if kind == "BFloat16Storage":
         f32 = (arr.astype(np.uint32) << 16).view(np.float32)
         return _C.from_numpy(f32).to(_C.bfloat16)
@@ -70,6 +120,8 @@ def _to_tensor(arr: np.ndarray, kind: str) -> Tensor:
 def _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad=False, backward_hooks=None, metadata=None):
     if not isinstance(storage, _Storage):
         raise UnpicklingError("tensor rebuilt from something that is not a storage record")
+    if storage.kind == "UntypedStorage":
+        raise UnpicklingError("tensor rebuilt from an untyped storage without a dtype")
     size, stride = tuple(int(s) for s in size), tuple(int(s) for s in stride)
     n = storage.array.shape[0]
     if len(size) != len(stride) or storage_offset < 0 or any(s < 0 for s in size) or any(s < 0 for s in stride):
@@ -93,6 +145,32 @@ def _rebuild_tensor(storage, storage_offset, size, stride):
     return _rebuild_tensor_v2(storage, storage_offset, size, stride)
 
 
+def _rebuild_tensor_v3(storage, storage_offset, size, stride, requires_grad=False, backward_hooks=None, dtype=None,
+                       metadata=None):
+    """What torch writes for dtypes without a legacy storage class (float8, uint16, ...)."""
+    return _rebuild_tensor_v2(_typed(storage, dtype), storage_offset, size, stride)
+
+
+def _typed(storage, dtype) -> _Storage:
+    """An untyped (byte) storage read as `dtype`'s elements; one per dtype, so tied tensors stay one object."""
+    if isinstance(dtype, _UnsupportedDtype):
+        raise _unsupported(dtype)
+    if not isinstance(storage, _Storage) or not isinstance(dtype, _StorageType) or _STORAGES[dtype.name][1] is None:
+        raise UnpicklingError(f"_rebuild_tensor_v3 got storage {storage!r} with dtype {dtype!r}")
+    if storage.kind == dtype.name:
+        return storage
+    if storage.kind != "UntypedStorage":
+        raise UnpicklingError(f"a {storage.kind} read as {dtype.name}: candle_bind does not reinterpret typed storages")
+    typed = storage.__dict__.setdefault("typed", {})
+    if dtype.name not in typed:
+        np_dtype = np.dtype(_STORAGES[dtype.name][0])
+        if storage.array.nbytes % np_dtype.itemsize:
+            raise UnpicklingError(f"storage {storage.key} has {storage.array.nbytes} bytes, "
+                                  f"not a whole number of {dtype.name} elements")
+        typed[dtype.name] = _Storage(storage.array.view(np_dtype), dtype.name, storage.key)
+    return typed[dtype.name]
+
+
 def _rebuild_parameter(data, requires_grad, backward_hooks=None):
     from .nn.parameter import Parameter
 
@@ -114,6 +192,7 @@ def _encode(s, encoding="latin1"):
 _ALLOWED = {
     ("torch._utils", "_rebuild_tensor_v2"): _rebuild_tensor_v2,
     ("torch._utils", "_rebuild_tensor"): _rebuild_tensor,
+    ("torch._utils", "_rebuild_tensor_v3"): _rebuild_tensor_v3,
     ("torch._utils", "_rebuild_parameter"): _rebuild_parameter,
     ("torch._utils", "_rebuild_parameter_with_state"): _rebuild_parameter_with_state,
     ("torch._tensor", "_rebuild_from_type_v2"): _rebuild_from_type_v2,
@@ -138,31 +217,32 @@ class _Unpickler(pickle.Unpickler):
     def find_class(self, module, name):
         if (module, name) in _ALLOWED:
             return _ALLOWED[(module, name)]
-        if module == "torch" and name in _STORAGES:
+        # (Legacy files from CUDA tensors may name torch.cuda.FloatStorage; the location is ignored anyway.)
+        if module in ("torch", "torch.cuda", "torch.storage") and name in _STORAGES:
             return _StorageType(name)
         if module == "torch" and name in _TORCH_DTYPES:
             return _StorageType(_TORCH_DTYPES[name])
+        if module == "torch" and name in _UNSUPPORTED_DTYPES:
+            return _UnsupportedDtype(name)
+        if module in ("torch", "torch.cuda") and name in _UNSUPPORTED_STORAGES:
+            return _UnsupportedDtype(_UNSUPPORTED_STORAGES[name])
         raise UnpicklingError(
             f"Weights only load failed: unsupported global {module}.{name} in the checkpoint. candle_bind never runs "
             "code from checkpoint files; only tensors, parameters, OrderedDict and plain Python values load.")
 
     def persistent_load(self, pid):
-        if not (isinstance(pid, tuple) and len(pid) >= 5 and pid[0] == "storage"):
-            raise UnpicklingError(f"unsupported persistent id {pid!r}")
-        _, kind, key, _location, numel = pid[:5]
-        if not isinstance(kind, _StorageType):
-            raise UnpicklingError(f"unsupported storage type {kind!r}")
-        key = str(key)
+        kind = _storage_kind(pid)
+        key, numel = str(pid[2]), pid[4]
         if key not in self._storages:
             name = f"{self._prefix}data/{key}"
             if name not in self._records:
                 raise UnpicklingError(f"storage record {name} is missing from the archive")
             raw = self._records.read(name)
-            np_dtype = np.dtype(_STORAGES[kind.name][0])
+            np_dtype = np.dtype(_STORAGES[kind][0])
             if len(raw) % np_dtype.itemsize:
-                raise UnpicklingError(f"storage record {name} has {len(raw)} bytes, not a whole number of {kind.name} elements")
+                raise UnpicklingError(f"storage record {name} has {len(raw)} bytes, not a whole number of {kind} elements")
             arr = np.frombuffer(raw, dtype=np_dtype)
-            self._storages[key] = _Storage(arr, kind.name, key)
+            self._storages[key] = _Storage(arr, kind, key)
         st = self._storages[key]
         if st.array.shape[0] < int(numel):
             raise UnpicklingError(f"storage record {key} holds {st.array.shape[0]} elements, the pickle says {numel}")
@@ -180,48 +260,71 @@ class _Records:
         return self._zf.read(name)
 
 
-def _map(obj, fn):
+def _map(obj, fn, memo=None):
+    """`fn` on every tensor in nested containers. Memoized by identity, so tied tensors stay tied and
+    shared or cyclic containers cost one visit."""
+    memo = {} if memo is None else memo
+    if id(obj) in memo:
+        return memo[id(obj)]
     if isinstance(obj, Tensor):
-        return fn(obj)
-    if isinstance(obj, OrderedDict):
-        return OrderedDict((k, _map(v, fn)) for k, v in obj.items())
-    if isinstance(obj, dict):
-        return {k: _map(v, fn) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_map(v, fn) for v in obj]
-    if isinstance(obj, tuple):
-        return tuple(_map(v, fn) for v in obj)
-    return obj
+        memo[id(obj)] = fn(obj)
+    elif type(obj) in (dict, OrderedDict):
+        out = memo[id(obj)] = type(obj)()  # before the children: a container may hold itself
+        out.update((k, _map(v, fn, memo)) for k, v in obj.items())
+        if type(obj) is OrderedDict:
+            out.__dict__.update(obj.__dict__)  # state_dict()._metadata
+    elif type(obj) is list:
+        out = memo[id(obj)] = []
+        out.extend(_map(v, fn, memo) for v in obj)
+    elif type(obj) is tuple:
+        memo[id(obj)] = tuple(_map(v, fn, memo) for v in obj)
+    else:
+        return obj
+    return memo[id(obj)]
+
+
+def _read_all(f) -> bytes:
+    if isinstance(f, (str, os.PathLike)):
+        with open(os.fspath(f), "rb") as fh:
+            return fh.read()
+    if isinstance(f, (bytes, bytearray)):
+        return bytes(f)
+    return f.read()
+
+
+def _is_zip(data: bytes) -> bool:
+    try:
+        return zipfile.is_zipfile(io.BytesIO(data))
+    except Exception:  # noqa: BLE001 - zipfile raises assorted errors on damaged directories
+        return True  # let ZipFile report what is wrong
+
+
+def _load_zip(data: bytes):
+    zf = zipfile.ZipFile(io.BytesIO(data))
+    pkl = [n for n in zf.namelist() if n.endswith("data.pkl")]
+    if not pkl:
+        raise UnpicklingError("not a torch checkpoint: the archive has no data.pkl record")
+    prefix = pkl[0][: -len("data.pkl")]
+    return _Unpickler(io.BytesIO(zf.read(pkl[0])), _Records(zf), prefix).load()
 
 
 def load(f, map_location=None, pickle_module=None, *, weights_only: bool = True, mmap=None, **pickle_load_args) -> Any:
-    """torch.load for the zip format: returns the saved object with candle_bind tensors.
+    """torch.load for the zip and the legacy formats: returns the saved object with candle_bind tensors.
     `weights_only=False` is accepted but grants nothing more: no code from the file ever runs."""
-    if isinstance(f, (str, os.PathLike)):
-        with open(os.fspath(f), "rb") as fh:
-            data = fh.read()
-    elif isinstance(f, (bytes, bytearray)):
-        data = bytes(f)
-    else:
-        data = f.read()
+    data = _read_all(f)
     try:
-        is_zip = zipfile.is_zipfile(io.BytesIO(data))
-    except Exception:  # noqa: BLE001 - zipfile raises assorted errors on damaged directories
-        is_zip = True  # let ZipFile below report what is wrong
-    if not is_zip:
-        if data[:2] == b"\x80\x02" or data[:1] == b"\x80":
-            raise UnpicklingError("this is torch's legacy (pre-1.6, non-zip) format, which candle_bind does not read; "
-                                  "re-save it with a current torch (torch.save(torch.load(f), f2))")
-        raise UnpicklingError("not a torch checkpoint: the file is not a zip archive (wrong magic)")
-    try:
-        zf = zipfile.ZipFile(io.BytesIO(data))
-        pkl = [n for n in zf.namelist() if n.endswith("data.pkl")]
-        if not pkl:
-            raise UnpicklingError("not a torch checkpoint: the archive has no data.pkl record")
-        prefix = pkl[0][: -len("data.pkl")]
-        unpickler = _Unpickler(io.BytesIO(zf.read(pkl[0])), _Records(zf), prefix)
-        obj = unpickler.load()
-    except UnpicklingError:
+        if _is_zip(data):
+            obj = _load_zip(data)
+        elif data[257:262] == b"ustar":
+            raise UnpicklingError(
+                "this is torch's oldest checkpoint format (a tar archive, from torch's earliest releases), which "
+                "candle_bind does not read (torch itself refuses it with weights_only=True); re-save it with torch: "
+                "torch.save(torch.load(f, weights_only=False), f2)")
+        else:
+            from ._legacy_checkpoint import load_legacy
+
+            obj = load_legacy(data)
+    except (UnpicklingError, _C.DTypeError):
         raise
     except Exception as e:  # noqa: BLE001 - zipfile/pickle raise many kinds of errors on damaged input
         raise UnpicklingError(f"corrupted checkpoint: {type(e).__name__}: {e}") from None

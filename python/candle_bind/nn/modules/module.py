@@ -533,6 +533,9 @@ class Module:
             except Exception as ex:  # noqa: BLE001 - reported like torch's copy errors
                 error_msgs.append(f'While copying the parameter named "{key}", an exception occurred : {ex.args}.')
                 continue
+            # torch's backward compatibility: 0.3 checkpoints store 0-d entries (num_batches_tracked) as shape [1].
+            if len(param.shape) == 0 and len(input_param.shape) == 1 and input_param.shape[0] == 1:
+                input_param = input_param[0]
             if tuple(input_param.shape) != tuple(param.shape):
                 error_msgs.append(
                     f"size mismatch for {key}: copying a param with shape {input_param.shape} from checkpoint, "
