@@ -36,9 +36,22 @@ pub fn slice_mut<T: WithDType>(s: &mut CpuStorage) -> PyResult<&mut [T]> {
 }
 
 /// Runs `f` on the storage behind `t` (mutably) with `t`'s layout, under Candle's write lock.
-/// Callers must not hold a read guard on the same storage (it would deadlock): read what you need first.
 /// Writes into a meta tensor are dropped, as torch drops them (there is no data).
+///
+/// A write never waits in the lock's queue: while another thread holds the storage (a kernel
+/// reading it with the GIL released), it retries with the GIL released (`retrying`). Callers that
+/// read another storage while they write go through `retrying` themselves, dropping that read
+/// guard between tries, so two writers reading each other's storage cannot hold each other off.
 pub fn with_storage_mut<R: Default>(t: &Tensor, f: impl FnOnce(&mut CpuStorage, &Layout) -> PyResult<R>) -> PyResult<R> {
+    let mut f = Some(f);
+    retrying(|| match f.take() {
+        Some(g) => try_with_storage_mut(t, g).map(|r| r.map_err(|g| f = Some(g)).ok()),
+        None => Err(runtime_err("in-place write did not run")),
+    })
+}
+
+/// One try of `with_storage_mut`: `Ok(Err(f))`, handing `f` back unrun, while the storage is locked.
+pub fn try_with_storage_mut<R: Default, F: FnOnce(&mut CpuStorage, &Layout) -> PyResult<R>>(t: &Tensor, f: F) -> PyResult<Result<R, F>> {
     struct Op<F, R> {
         f: std::cell::RefCell<Option<F>>,
         out: std::cell::RefCell<Option<PyResult<R>>>,
@@ -58,11 +71,30 @@ pub fn with_storage_mut<R: Default>(t: &Tensor, f: impl FnOnce(&mut CpuStorage, 
         return Err(runtime_err("in-place writes are implemented for CPU tensors only so far"));
     }
     if super::meta::is_meta(t) {
-        return Ok(R::default());
+        return Ok(Ok(R::default()));
     }
     let op = Op { f: std::cell::RefCell::new(Some(f)), out: std::cell::RefCell::new(None) };
-    t.inplace_op1(&op).py()?;
-    op.out.into_inner().unwrap_or_else(|| Err(runtime_err("in-place write did not run")))
+    if !t.try_inplace_op1(&op).py()? {
+        return op.f.into_inner().map(Err).ok_or_else(|| runtime_err("in-place write did not run"));
+    }
+    op.out.into_inner().unwrap_or_else(|| Err(runtime_err("in-place write did not run"))).map(Ok)
+}
+
+/// Runs `attempt` until it gives `Some`; between tries the GIL is released (the holder of the
+/// storage may need it to finish), first with a yield, then with sleeps growing to 1 ms.
+pub fn retrying<R>(mut attempt: impl FnMut() -> PyResult<Option<R>>) -> PyResult<R> {
+    for tries in 0u32.. {
+        if let Some(r) = attempt()? {
+            return Ok(r);
+        }
+        Python::attach(|py| {
+            py.detach(|| match tries {
+                0..16 => std::thread::yield_now(),
+                _ => std::thread::sleep(std::time::Duration::from_micros(64 << (tries - 16).min(4))),
+            })
+        });
+    }
+    Err(runtime_err("in-place write did not run"))
 }
 
 /// torch's check before writing through a layout: no two elements may share a memory location.
@@ -148,10 +180,12 @@ pub fn write(dst: &Tensor, dest: Dest<'_>, values: &Tensor) -> PyResult<()> {
     with_dtype!(dst.dtype(), T => {
         if v.device().is_cpu() && storage_addr(&v) != storage_addr(dst) {
             // Distinct storages: read the values in place while the destination is locked for writing.
-            let (sv, lv) = v.storage_and_layout();
-            let candle_core::Storage::Cpu(cv) = &*sv else { return Err(runtime_err("expected a CPU tensor")) };
-            let vals = &cv.as_slice::<T>().py()?[lv.start_offset()..lv.start_offset() + v.elem_count()];
-            return with_storage_mut(dst, |s, _| Ok(put(slice_mut::<T>(s)?, vals, &dest)));
+            return retrying(|| {
+                let (sv, lv) = v.storage_and_layout();
+                let candle_core::Storage::Cpu(cv) = &*sv else { return Err(runtime_err("expected a CPU tensor")) };
+                let vals = &cv.as_slice::<T>().py()?[lv.start_offset()..lv.start_offset() + v.elem_count()];
+                Ok(try_with_storage_mut(dst, |s, _| Ok(put(slice_mut::<T>(s)?, vals, &dest)))?.ok())
+            });
         }
         // The values live in the storage we are about to lock for writing: copy them out first.
         let vals: Vec<T> = v.to_vec1::<T>().py()?;
@@ -360,18 +394,21 @@ fn update_in_place(x: &PyTensor, o: Operand<'_>, op: super::arith::BinOp) -> PyR
     let dims = x.dims().to_vec();
     let n = x.numel();
     fn run<T: WithDType>(x: &Tensor, b: &Tensor, dims: &[usize], n: usize, op: super::arith::BinOp) -> PyResult<()> {
-        let (sb, lb) = b.storage_and_layout();
-        let candle_core::Storage::Cpu(cb) = &*sb else { return Err(runtime_err("expected a CPU tensor")) };
-        let view = super::kernels::View::new(cb.as_slice::<T>().py()?, lb, dims);
-        with_storage_mut(x, |s, l| {
-            let out = &mut slice_mut::<T>(s)?[l.start_offset()..l.start_offset() + n];
-            match op {
-                super::arith::BinOp::Add => super::kernels::update(dims, out, view, |a, b| a + b),
-                super::arith::BinOp::Sub => super::kernels::update(dims, out, view, |a, b| a - b),
-                super::arith::BinOp::Mul => super::kernels::update(dims, out, view, |a, b| a * b),
-                _ => super::kernels::update(dims, out, view, |a, b| a / b),
-            }
-            Ok(())
+        retrying(|| {
+            let (sb, lb) = b.storage_and_layout();
+            let candle_core::Storage::Cpu(cb) = &*sb else { return Err(runtime_err("expected a CPU tensor")) };
+            let view = super::kernels::View::new(cb.as_slice::<T>().py()?, lb, dims);
+            let done = try_with_storage_mut(x, |s, l| {
+                let out = &mut slice_mut::<T>(s)?[l.start_offset()..l.start_offset() + n];
+                match op {
+                    super::arith::BinOp::Add => super::kernels::update(dims, out, view, |a, b| a + b),
+                    super::arith::BinOp::Sub => super::kernels::update(dims, out, view, |a, b| a - b),
+                    super::arith::BinOp::Mul => super::kernels::update(dims, out, view, |a, b| a * b),
+                    _ => super::kernels::update(dims, out, view, |a, b| a / b),
+                }
+                Ok(())
+            })?;
+            Ok(done.ok())
         })
     }
     match x.dtype {
