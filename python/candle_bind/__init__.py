@@ -8,6 +8,7 @@ from __future__ import annotations
 import builtins as _builtins
 import contextlib as _contextlib
 import functools as _functools
+import threading as _threading
 from typing import NamedTuple as _NamedTuple
 
 from . import _C
@@ -408,31 +409,41 @@ def iinfo(type):  # type: ignore[no-redef]  # noqa: A002, F811
 
 
 def is_grad_enabled() -> _builtins.bool:
-    return _grad_enabled[0]
+    return _grad_mode().enabled
 
 
 def is_inference_mode_enabled() -> _builtins.bool:
-    return _inference[0]
+    return _grad_mode().inference[-1]
 
 
 # ---- grad-mode surface (no autograd: these only track the flag torch code reads) ----
 
-_grad_enabled = [True]
-_inference = [False]
+# Per thread, as torch's: one thread's `with no_grad()` does not change what another thread sees.
+# `saved` is the stack of modes the open `with` blocks replaced (they nest per thread, so one stack
+# per thread serves every context object, and a decorator object can be entered by many threads).
+_grad_local = _threading.local()
+
+
+def _grad_mode():
+    state = _grad_local.__dict__
+    if "enabled" not in state:
+        state.update(enabled=True, inference=[False], saved=[])
+    return _grad_local
 
 
 class _GradMode(_contextlib.ContextDecorator):
     def __init__(self, enabled: _builtins.bool = False):
         self._enabled = enabled
-        self._prev: list = []
 
     def __enter__(self):
-        self._prev.append(_grad_enabled[0])
-        _grad_enabled[0] = self._enabled
+        mode = _grad_mode()
+        mode.saved.append(mode.enabled)
+        mode.enabled = self._enabled
         return self
 
     def __exit__(self, *exc):
-        _grad_enabled[0] = self._prev.pop()
+        mode = _grad_mode()
+        mode.enabled = mode.saved.pop()
         return False
 
     def __call__(self, func=None):
@@ -472,11 +483,12 @@ class set_grad_enabled(_GradMode):
     def __init__(self, mode: _builtins.bool):
         super().__init__(mode)
         # torch sets the mode on construction (a plain call works); `with` restores what was before.
-        self._before = _grad_enabled[0]
-        _grad_enabled[0] = mode
+        state = _grad_mode()
+        self._before = state.enabled
+        state.enabled = mode
 
     def __enter__(self):
-        self._prev.append(self._before)
+        _grad_mode().saved.append(self._before)
         return self
 
 
@@ -493,11 +505,11 @@ class inference_mode(_GradMode):
         return self
 
     def __enter__(self):
-        _inference.append(self._mode)
+        _grad_mode().inference.append(self._mode)
         return super().__enter__()
 
     def __exit__(self, *exc):
-        _inference.pop()
+        _grad_mode().inference.pop()
         return super().__exit__(*exc)
 
 
