@@ -28,6 +28,17 @@ impl Bytes {
             Bytes::Owned(v) => v,
         }
     }
+
+    /// Drops the pages of a range that has been copied out from this process's resident set, so
+    /// loading a file costs its size in RSS once (the tensors), not twice (tensors + mapped pages).
+    fn release(&self, start: usize, len: usize) {
+        #[cfg(unix)]
+        if let Bytes::Map(m) = self {
+            // SAFETY: the map is a read-only shared file mapping: dropped pages are read back from
+            // the file on the next access, with the same contents. A failure only leaves them resident.
+            let _ = unsafe { m.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, start, len) };
+        }
+    }
 }
 
 fn st_err(e: ::safetensors::SafeTensorError) -> PyErr {
@@ -66,23 +77,31 @@ fn file_dtype(d: DType) -> PyResult<Dtype> {
     })
 }
 
-/// Copies little-endian element bytes into a new, aligned buffer of `T`.
-fn typed<T: WithDType>(bytes: &[u8], shape: &[usize]) -> PyResult<Tensor> {
+/// Copies little-endian element bytes into a new, aligned buffer of `T`, calling `done(offset, len)`
+/// for each copied run of `bytes` (a few MiB at a time) so the caller can drop it from memory.
+fn typed<T: WithDType>(bytes: &[u8], shape: &[usize], done: &dyn Fn(usize, usize)) -> PyResult<Tensor> {
+    const RUN: usize = 4 << 20;
     let n = bytes.len() / std::mem::size_of::<T>();
+    crate::memory::ensure_bytes(n * std::mem::size_of::<T>())?;
     let mut v: Vec<T> = Vec::with_capacity(n);
     // SAFETY: the validated length is n·size_of::<T>() bytes; every bit pattern is a valid T for
     // these plain numeric types; the source may be unaligned, hence a byte copy.
     unsafe {
-        std::ptr::copy_nonoverlapping(bytes.as_ptr(), v.as_mut_ptr() as *mut u8, n * std::mem::size_of::<T>());
+        let dst = v.as_mut_ptr() as *mut u8;
+        for start in (0..n * std::mem::size_of::<T>()).step_by(RUN) {
+            let len = RUN.min(n * std::mem::size_of::<T>() - start);
+            std::ptr::copy_nonoverlapping(bytes.as_ptr().add(start), dst.add(start), len);
+            done(start, len);
+        }
         v.set_len(n);
     }
     Tensor::from_vec(v, shape, &Device::Cpu).py()
 }
 
-fn to_tensor(info: &TensorInfo, data: &[u8]) -> PyResult<PyTensor> {
+fn to_tensor(info: &TensorInfo, data: &[u8], done: &dyn Fn(usize, usize)) -> PyResult<PyTensor> {
     let dt = our_dtype(info.dtype)?;
     let bytes = &data[info.data_offsets.0..info.data_offsets.1];
-    let t = crate::with_dtype!(dt.candle(), T => typed::<T>(bytes, &info.shape))?;
+    let t = crate::with_dtype!(dt.candle(), T => typed::<T>(bytes, &info.shape, done))?;
     let t = if dt == DType::Bool { cast(&t, DType::U8, DType::Bool)? } else { t };
     Ok(PyTensor::new(t, dt))
 }
@@ -107,7 +126,9 @@ impl PySafeOpen {
         self.meta.info(name).ok_or_else(|| pyo3::exceptions::PyKeyError::new_err(format!("File does not contain tensor {name}")))
     }
     fn load(&self, name: &str, dtype: Option<DType>, device: &Device) -> PyResult<PyTensor> {
-        let t = to_tensor(self.info(name)?, self.data())?;
+        let info = self.info(name)?;
+        let base = self.header + info.data_offsets.0;
+        let t = to_tensor(info, self.data(), &|start, len| self.bytes.release(base + start, len))?;
         finish(t, dtype, device)
     }
 }
