@@ -155,10 +155,11 @@ pub fn pool(
     if !(1..=3).contains(&k) || dilation.len() != k || input.rank() < k + 1 {
         return Err(runtime_err("pool: expected 1 to 3 spatial dims after the channel dim"));
     }
-    if !input.dtype.is_float() {
+    let max = kind == "max";
+    // torch max-pools integers too (exact here: int64/int32 through f64, narrower ones through f32).
+    if !(input.dtype.is_float() || max && input.dtype != DType::Bool) {
         return Err(runtime_err(format!("\"{kind}_pool\" not implemented for '{}'", input.dtype.title())));
     }
-    let max = kind == "max";
     let dims = input.dims();
     let spatial = &dims[dims.len() - k..];
     let planes: usize = dims[..dims.len() - k].iter().product();
@@ -177,7 +178,7 @@ pub fn pool(
     let per_in: usize = spatial.iter().product();
     let mut out_dims = dims[..dims.len() - k].to_vec();
     out_dims.extend(&out_sp);
-    let compute = if matches!(input.dtype, DType::F64) { candle_core::DType::F64 } else { candle_core::DType::F32 };
+    let compute = if matches!(input.dtype, DType::F64 | DType::I64 | DType::I32) { candle_core::DType::F64 } else { candle_core::DType::F32 };
     let x = crate::tensor::convert(&input.t.to_device(&Device::Cpu).py()?, compute)?.contiguous().py()?;
     let divisor = divisor_override.map(|d| d as f64);
     let par = planes * per_in >= crate::tensor::kernels::PAR_THRESHOLD;

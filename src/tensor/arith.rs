@@ -423,6 +423,7 @@ macro_rules! keep_dtype_unary {
             DType::F16 => map_cpu::<half::f16, half::f16, _>(t, |v| Half::narrow((|$v: f32| $flt)(v.widen()))),
             DType::I64 => map_cpu::<i64, i64, _>(t, |$v: i64| $int),
             DType::I32 => map_cpu::<i32, i32, _>(t, |$v: i32| $int),
+            DType::I16 => map_cpu::<i16, i16, _>(t, |$v: i16| $int),
             DType::U8 | DType::Bool => map_cpu::<u8, u8, _>(t, |$v: u8| { #[allow(unused_imports)] use UnsignedOps as _; $int }),
             other => Err(crate::error::dtype_err(format!("this op is not implemented for '{}'", other.title()))),
         }?;
@@ -445,7 +446,7 @@ macro_rules! int_ops {
         }
     )*};
 }
-int_ops!(u8, i32, i64);
+int_ops!(u8, i16, i32, i64);
 
 fn erf_f64(x: f64) -> f64 {
     candle_core::cpu::erf::erf_f64(x)

@@ -25,6 +25,7 @@ pub fn slice_mut<T: WithDType>(s: &mut CpuStorage) -> PyResult<&mut [T]> {
     }
     Ok(match s {
         CpuStorage::U8(v) => arm!(v, U8),
+        CpuStorage::I16(v) => arm!(v, I16),
         CpuStorage::I32(v) => arm!(v, I32),
         CpuStorage::I64(v) => arm!(v, I64),
         CpuStorage::F16(v) => arm!(v, F16),
@@ -99,7 +100,8 @@ pub fn retrying<R>(mut attempt: impl FnMut() -> PyResult<Option<R>>) -> PyResult
 
 /// torch's check before writing through a layout: no two elements may share a memory location.
 pub fn check_writable(dims: &[usize], strides: &[usize]) -> PyResult<()> {
-    if dims.iter().zip(strides).any(|(&d, &s)| d > 1 && s == 0) {
+    // An empty tensor has no elements to share (its contiguous strides can be 0).
+    if !dims.contains(&0) && dims.iter().zip(strides).any(|(&d, &s)| d > 1 && s == 0) {
         return Err(runtime_err(
             "unsupported operation: more than one element of the written-to tensor refers to a single memory location. \
              Please clone() the tensor before performing the operation.",

@@ -747,7 +747,7 @@ impl PyTensor {
 
     #[pyo3(signature = (weights=None, minlength=0))]
     fn bincount(&self, weights: Option<&PyTensor>, minlength: usize) -> PyResult<PyTensor> {
-        if self.rank() != 1 || !matches!(self.dtype, DType::U8 | DType::I32 | DType::I64) {
+        if self.rank() != 1 || !matches!(self.dtype, DType::U8 | DType::I16 | DType::I32 | DType::I64) {
             return Err(runtime_err("bincount only supports 1-d non-negative integral inputs."));
         }
         let v = super::cpu_vec::<i64>(&self.t.to_dtype(candle_core::DType::I64).py()?)?;
@@ -755,6 +755,7 @@ impl PyTensor {
             return Err(runtime_err("bincount only supports 1-d non-negative integral inputs."));
         }
         let len = v.iter().max().map_or(0, |&m| m as usize + 1).max(minlength);
+        crate::memory::ensure(&[len], candle_core::DType::F64, &Device::Cpu)?;
         match weights {
             None => {
                 let mut c = vec![0i64; len];
