@@ -104,10 +104,11 @@ impl DType {
         }
     }
 
-    /// Whether tensors of this dtype can exist: Candle has a storage type for it. The others are
-    /// dtype objects only (names, finfo/iinfo, promotion); creating such a tensor raises.
+    /// Whether tensors of this dtype can exist: Candle has a storage type for it (int8 is logical,
+    /// over int16 storage, as bool is over uint8). The others are dtype objects only (names,
+    /// finfo/iinfo, promotion); creating such a tensor raises.
     pub fn has_storage(self) -> bool {
-        !matches!(self, DType::I8 | DType::U16 | DType::U32 | DType::U64 | DType::F8E5M2 | DType::C64 | DType::C128)
+        !matches!(self, DType::U16 | DType::U32 | DType::U64 | DType::F8E5M2 | DType::C64 | DType::C128)
     }
 
     /// The error for a dtype without storage.
@@ -120,7 +121,7 @@ impl DType {
     pub fn candle(self) -> CDType {
         match self {
             DType::Bool | DType::U8 => CDType::U8,
-            DType::I16 => CDType::I16,
+            DType::I8 | DType::I16 => CDType::I16,
             DType::I32 => CDType::I32,
             DType::I64 => CDType::I64,
             DType::F8E4M3 => CDType::F8E4M3,
@@ -128,7 +129,7 @@ impl DType {
             DType::BF16 => CDType::BF16,
             DType::F32 => CDType::F32,
             DType::F64 => CDType::F64,
-            DType::I8 | DType::U16 | DType::U32 | DType::U64 | DType::F8E5M2 | DType::C64 | DType::C128 => CDType::U8,
+            DType::U16 | DType::U32 | DType::U64 | DType::F8E5M2 | DType::C64 | DType::C128 => CDType::U8,
         }
     }
 

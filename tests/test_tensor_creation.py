@@ -53,7 +53,7 @@ def test_from_numpy(np_dtype):
 
 def test_from_numpy_unsupported_dtype():
     with pytest.raises(TypeError, match="can't convert np.ndarray"):
-        cb.from_numpy(np.zeros(3, dtype=np.int8))
+        cb.from_numpy(np.array(["a", "b"]))
     with pytest.raises(TypeError):
         cb.from_numpy([1, 2])
 

@@ -49,6 +49,7 @@ fn our_dtype(d: Dtype) -> PyResult<DType> {
     Ok(match d {
         Dtype::BOOL => DType::Bool,
         Dtype::U8 => DType::U8,
+        Dtype::I8 => DType::I8,
         Dtype::I16 => DType::I16,
         Dtype::I32 => DType::I32,
         Dtype::I64 => DType::I64,
@@ -65,6 +66,7 @@ fn file_dtype(d: DType) -> PyResult<Dtype> {
     Ok(match d {
         DType::Bool => Dtype::BOOL,
         DType::U8 => Dtype::U8,
+        DType::I8 => Dtype::I8,
         DType::I16 => Dtype::I16,
         DType::I32 => Dtype::I32,
         DType::I64 => Dtype::I64,
@@ -101,7 +103,14 @@ fn typed<T: WithDType>(bytes: &[u8], shape: &[usize], done: &dyn Fn(usize, usize
 fn to_tensor(info: &TensorInfo, data: &[u8], done: &dyn Fn(usize, usize)) -> PyResult<PyTensor> {
     let dt = our_dtype(info.dtype)?;
     let bytes = &data[info.data_offsets.0..info.data_offsets.1];
-    let t = crate::with_dtype!(dt.candle(), T => typed::<T>(bytes, &info.shape, done))?;
+    let t = if dt == DType::I8 {
+        // int8 lives in int16 storage: each byte sign-extended.
+        let v: Vec<i16> = bytes.iter().map(|&b| b as i8 as i16).collect();
+        done(0, bytes.len());
+        Tensor::from_vec(v, info.shape.as_slice(), &Device::Cpu).py()?
+    } else {
+        crate::with_dtype!(dt.candle(), T => typed::<T>(bytes, &info.shape, done))?
+    };
     let t = if dt == DType::Bool { cast(&t, DType::U8, DType::Bool)? } else { t };
     Ok(PyTensor::new(t, dt))
 }
@@ -227,6 +236,9 @@ impl ::safetensors::View for View {
 
 fn tensor_bytes(t: &PyTensor) -> PyResult<Vec<u8>> {
     let c = t.t.to_device(&Device::Cpu).py()?.flatten_all().py()?;
+    if t.dtype == DType::I8 {
+        return Ok(c.to_vec1::<i16>().py()?.into_iter().map(|v| v as i8 as u8).collect());
+    }
     crate::with_dtype!(c.dtype(), T => {
         let v: Vec<T> = c.to_vec1::<T>().py()?;
         let bytes = v.len() * std::mem::size_of::<T>();

@@ -234,16 +234,21 @@ fn compute(op: BinOp, a: &Tensor, b: &Tensor, ct: DType) -> PyResult<Tensor> {
         DType::U8 => int_binop!(u8, op, a, b, &dims),
         // Storage-only dtypes compute in a wider one and round back (torch computes int16 in int16:
         // the same results unless a value overflows).
-        DType::I16 | DType::F8E4M3 => {
-            let wide = if ct == DType::I16 { DType::I32 } else { DType::F32 };
+        // int8 (over int16 storage) wraps its results into int8's range, as torch's int8 arithmetic does.
+        DType::I8 | DType::I16 | DType::F8E4M3 => {
+            let wide = if ct == DType::F8E4M3 { DType::F32 } else { DType::I32 };
             if a.dtype() != ct.candle() || b.dtype() != ct.candle() {
                 return Err(runtime_err("operands must share the computation dtype"));
             }
             let (aw, bw) = (super::convert(a, wide.candle())?, super::convert(b, wide.candle())?);
             let r = compute(op, &aw, &bw, wide)?;
-            if op.is_cmp() { Ok(r) } else { r.to_dtype(ct.candle()).py() }
+            match () {
+                _ if op.is_cmp() => Ok(r),
+                _ if ct == DType::I8 => super::wrap_i8(&r),
+                _ => r.to_dtype(ct.candle()).py(),
+            }
         }
-        DType::I8 | DType::U16 | DType::U32 | DType::U64 | DType::F8E5M2 | DType::C64 | DType::C128 => Err(ct.unsupported()),
+        DType::U16 | DType::U32 | DType::U64 | DType::F8E5M2 | DType::C64 | DType::C128 => Err(ct.unsupported()),
         DType::Bool => match op {
             BinOp::Add | BinOp::Maximum | BinOp::Or => int_binop!(u8, BinOp::Or, a, b, &dims),
             BinOp::Mul | BinOp::Minimum | BinOp::And => int_binop!(u8, BinOp::And, a, b, &dims),
@@ -424,6 +429,7 @@ macro_rules! keep_dtype_unary {
             DType::I64 => map_cpu::<i64, i64, _>(t, |$v: i64| $int),
             DType::I32 => map_cpu::<i32, i32, _>(t, |$v: i32| $int),
             DType::I16 => map_cpu::<i16, i16, _>(t, |$v: i16| $int),
+            DType::I8 => map_cpu::<i16, i16, _>(t, |$v: i16| ($int) as i8 as i16),
             DType::U8 | DType::Bool => map_cpu::<u8, u8, _>(t, |$v: u8| { #[allow(unused_imports)] use UnsignedOps as _; $int }),
             other => Err(crate::error::dtype_err(format!("this op is not implemented for '{}'", other.title()))),
         }?;

@@ -44,6 +44,11 @@ pub fn to_numpy<'py>(py: Python<'py>, x: &PyTensor) -> PyResult<Bound<'py, PyAny
             "can't convert cuda device type tensor to numpy. Use Tensor.cpu() to copy the tensor to host memory first.",
         ));
     }
+    if x.dtype == DType::I8 {
+        // int16 storage underneath: numpy gets an int8 copy (torch's shares memory).
+        let wide = PyTensor::new(x.t.clone(), DType::I16);
+        return to_numpy(py, &wide)?.call_method1("astype", ("int8",));
+    }
     let typenum = npy_type(x.dtype)?;
     let item = x.dtype.itemsize();
     let (storage, layout) = x.t.storage_and_layout();
@@ -111,6 +116,9 @@ pub fn from_numpy_any(ob: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
         from_typed::<u8>(ob, DType::U8)
     } else if dt.is_equiv_to(&numpy::dtype::<i16>(py)) {
         from_typed::<i16>(ob, DType::I16)
+    } else if dt.is_equiv_to(&numpy::dtype::<i8>(py)) {
+        let a = ob.call_method1("astype", ("int16",))?;
+        Ok(PyTensor::new(from_typed::<i16>(&a, DType::I16)?.t, DType::I8))
     } else if dt.is_equiv_to(&numpy::dtype::<half::f16>(py)) {
         from_typed::<half::f16>(ob, DType::F16)
     } else if dt.is_equiv_to(&numpy::dtype::<bool>(py)) {
@@ -119,7 +127,7 @@ pub fn from_numpy_any(ob: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
         Ok(PyTensor::boolean(t.t))
     } else {
         Err(type_err(format!(
-            "can't convert np.ndarray of type {}. The only supported types are: float64, float32, float16, int64, int32, int16, uint8, and bool.",
+            "can't convert np.ndarray of type {}. The only supported types are: float64, float32, float16, int64, int32, int16, int8, uint8, and bool.",
             dt.str()?
         )))
     }
@@ -143,6 +151,7 @@ pub fn scalar_of(x: &PyTensor) -> PyResult<Scalar> {
     Ok(match x.dtype {
         DType::Bool => Scalar::Bool(flat.to_scalar::<u8>().py()? != 0),
         DType::U8 => Scalar::Int(flat.to_scalar::<u8>().py()? as i64),
+        DType::I8 | DType::I16 => Scalar::Int(flat.to_scalar::<i16>().py()? as i64),
         DType::I32 => Scalar::Int(flat.to_scalar::<i32>().py()? as i64),
         DType::I64 => Scalar::Int(flat.to_scalar::<i64>().py()?),
         DType::F64 => Scalar::Float(flat.to_scalar::<f64>().py()?),
@@ -178,7 +187,7 @@ pub fn to_list(py: Python<'_>, x: &PyTensor) -> PyResult<Py<PyAny>> {
         DType::U8 => build(py, &flat.to_vec1::<u8>().py()?, dims, &|py, v| scalar_py(py, Scalar::Int(v as i64))),
         DType::I32 => build(py, &flat.to_vec1::<i32>().py()?, dims, &|py, v| scalar_py(py, Scalar::Int(v as i64))),
         DType::I64 => build(py, &flat.to_vec1::<i64>().py()?, dims, &|py, v| scalar_py(py, Scalar::Int(v))),
-        DType::I16 => build(py, &flat.to_dtype(candle_core::DType::I64).py()?.to_vec1::<i64>().py()?, dims, &|py, v| scalar_py(py, Scalar::Int(v))),
+        DType::I8 | DType::I16 => build(py, &flat.to_dtype(candle_core::DType::I64).py()?.to_vec1::<i64>().py()?, dims, &|py, v| scalar_py(py, Scalar::Int(v))),
         _ => build(py, &flat.to_dtype(candle_core::DType::F64).py()?.to_vec1::<f64>().py()?, dims, &|py, v| scalar_py(py, Scalar::Float(v))),
     }
 }
@@ -325,6 +334,12 @@ impl PyTensor {
     }
     fn byte(slf: PyRef<'_, Self>) -> PyResult<Py<PyAny>> {
         Self::as_dtype(slf, DType::U8)
+    }
+    fn short(slf: PyRef<'_, Self>) -> PyResult<Py<PyAny>> {
+        Self::as_dtype(slf, DType::I16)
+    }
+    fn char(slf: PyRef<'_, Self>) -> PyResult<Py<PyAny>> {
+        Self::as_dtype(slf, DType::I8)
     }
     fn bool(slf: PyRef<'_, Self>) -> PyResult<Py<PyAny>> {
         Self::as_dtype(slf, DType::Bool)

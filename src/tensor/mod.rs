@@ -130,6 +130,7 @@ impl Scalar {
             (_, DType::F32) => Tensor::new(self.as_f64() as f32, device),
             (_, DType::F64) => Tensor::new(self.as_f64(), device),
             (_, DType::I16) => Tensor::new(self.as_i64() as i16, device),
+            (_, DType::I8) => Tensor::new(self.as_i64() as i8 as i16, device),
             (_, DType::F8E4M3) => Tensor::new(float8::F8E4M3::from_f64(self.as_f64()), device),
             (_, other) => return Err(other.unsupported()),
         };
@@ -226,8 +227,12 @@ impl Promotion {
 
 /// Converts to a logical dtype; to bool means `!= 0` (NaN is true), as torch.
 pub fn cast(t: &Tensor, from: DType, to: DType) -> PyResult<Tensor> {
-    if from == to || (from.candle() == to.candle() && to != DType::Bool) {
+    if from == to || (from.candle() == to.candle() && !matches!(to, DType::Bool | DType::I8)) {
         return Ok(t.clone());
+    }
+    if to == DType::I8 {
+        // int8 lives in int16 storage: values wrap into its range as a C cast to int8_t does.
+        return wrap_i8(&convert(t, candle_core::DType::I16)?);
     }
     if to == DType::Bool {
         if t.device().is_cpu() {
@@ -237,6 +242,18 @@ pub fn cast(t: &Tensor, from: DType, to: DType) -> PyResult<Tensor> {
         return t.ne(&zero).py();
     }
     convert(t, to.candle())
+}
+
+/// int16 (or int32) values wrapped into int8's range, in int16 storage: the data of an int8 tensor.
+pub fn wrap_i8(t: &Tensor) -> PyResult<Tensor> {
+    if !t.device().is_cpu() {
+        return Err(runtime_err("int8 tensors are CPU-only so far"));
+    }
+    match t.dtype() {
+        candle_core::DType::I32 => map_cpu::<i32, i16, _>(t, |v| v as i8 as i16),
+        candle_core::DType::I16 => map_cpu::<i16, i16, _>(t, |v| v as i8 as i16),
+        _ => wrap_i8(&convert(t, candle_core::DType::I16)?),
+    }
 }
 
 /// `t.to_dtype(to)`, with the 16-bit float ↔ f32 conversions on the CPU done by our vectorised
