@@ -48,7 +48,10 @@ fn set_num_threads(n: usize) -> PyResult<()> {
     if n == 0 {
         return Err(error::value_err("set_num_threads expects a positive integer"));
     }
-    // SAFETY: called with the GIL held, before or between ops; no other thread reads the env here.
+    // SAFETY: other threads may be computing (GIL released) and Candle reads RAYON_NUM_THREADS on
+    // each matmul, but through std::env, which takes std's environment lock as set_var does. What
+    // the lock cannot cover is C code calling getenv() at the same moment; none does so on a compute
+    // path here (Python reads os.environ, its own copy of the environment).
     unsafe {
         std::env::set_var("RAYON_NUM_THREADS", n.to_string());
         std::env::set_var("CANDLE_NUM_THREADS", n.to_string());
