@@ -23,6 +23,7 @@ fn tune_malloc() {
         if std::env::var("CANDLE_BIND_MALLOC_TUNING").is_ok_and(|v| v == "0") {
             return;
         }
+        MALLOC_TUNED.store(true, std::sync::atomic::Ordering::Relaxed);
         unsafe extern "C" {
             fn mallopt(param: i32, value: i32) -> i32;
         }
@@ -34,6 +35,21 @@ fn tune_malloc() {
             mallopt(M_TRIM_THRESHOLD, 256 << 20);
         }
     }
+}
+
+static MALLOC_TUNED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// What this build is, for `python -m candle_bind info`: version, cargo features, target, whether
+/// `tune_malloc` applied.
+#[pyfunction]
+fn build_info(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyDict>> {
+    let d = pyo3::types::PyDict::new(py);
+    d.set_item("version", env!("CARGO_PKG_VERSION"))?;
+    d.set_item("cuda", cfg!(feature = "cuda"))?;
+    d.set_item("target", format!("{}-{}", std::env::consts::ARCH, std::env::consts::OS))?;
+    d.set_item("debug_assertions", cfg!(debug_assertions))?;
+    d.set_item("malloc_tuning", MALLOC_TUNED.load(std::sync::atomic::Ordering::Relaxed))?;
+    Ok(d)
 }
 
 #[pyfunction]
@@ -113,7 +129,7 @@ mod candle_bind_c {
     #[pymodule_export]
     use crate::tensor::PyTensor;
     #[pymodule_export]
-    use super::{get_num_threads, set_num_threads};
+    use super::{build_info, get_num_threads, set_num_threads};
     #[pymodule_export]
     use crate::pool::_pool_panic_check;
 

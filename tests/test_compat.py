@@ -7,6 +7,8 @@ import sys
 
 import torch
 
+import candle_bind as cb
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -39,6 +41,15 @@ def test_shim_names_missing_apis_and_uninstalls():
 def test_main_usage():
     out = run(["-m", "candle_bind"])
     assert out.returncode == 2 and "usage" in out.stderr
+
+
+def test_main_info_names_the_build_and_the_machine():
+    out = run(["-m", "candle_bind", "info"], env=dict(os.environ, CANDLE_BIND_ISA="portable"))
+    assert out.returncode == 0, out.stderr
+    text = out.stdout
+    assert text.startswith(f"candle_bind {cb.__version__}") and "CUDA: not built" in text
+    assert "instruction set: DEFAULT" in text and f"intra-op threads: {cb.get_num_threads()}" in text
+    assert cb.__config__.show().splitlines()[0] == text.splitlines()[0]
 
 
 def test_from_torch_to_torch():

@@ -1,14 +1,20 @@
-"""`python -m candle_bind run script.py [args...]`: runs an unmodified PyTorch script on candle_bind."""
+"""`python -m candle_bind run script.py [args...]`: runs an unmodified PyTorch script on candle_bind.
+`python -m candle_bind info`: this build and machine (version, CUDA, CPU, instruction set, threads)."""
 
 import os
 import runpy
 import sys
 
-USAGE = "usage: python -m candle_bind run script.py [args...]"
+USAGE = "usage: python -m candle_bind run script.py [args...]\n       python -m candle_bind info"
 
 
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv == ["info"]:
+        from . import __config__
+
+        print(__config__.show(), end="")
+        return 0
     if len(argv) < 2 or argv[0] != "run":
         print(USAGE, file=sys.stderr)
         return 2
