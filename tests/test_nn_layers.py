@@ -352,3 +352,75 @@ def test_distance_modules():
                       (torch.nn.PairwiseDistance(), cb.nn.PairwiseDistance()),
                       (torch.nn.PairwiseDistance(p=1.0, keepdim=True), cb.nn.PairwiseDistance(p=1.0, keepdim=True))]:
         check_layer(ref, ours, x1, x2)
+
+
+def _same_outcome(fn, *inputs):
+    """fn on torch and on candle_bind: both raise (same exception type, torch's message start) or
+    both return the same result."""
+    try:
+        ref = fn(torch, torch.nn.functional, *inputs)
+    except Exception as e:  # noqa: BLE001 - any torch error
+        with pytest.raises(type(e)) as ours:
+            fn(cb, F, *[to_cb(t) if isinstance(t, torch.Tensor) else t for t in inputs])
+        head = str(e).split("\n")[0][:40]
+        assert str(ours.value).startswith(head), (str(ours.value), str(e))
+        return
+    ours = fn(cb, F, *[to_cb(t) if isinstance(t, torch.Tensor) else t for t in inputs])
+    assert_same(ours, ref, 1e-5, 1e-5)
+
+
+X4 = make((2, 3, 4, 5))
+F_CHECKS = {
+    "dropout p nan": (lambda L, f, x: f.dropout(x, p=math.nan, training=False), X4),
+    "alpha_dropout p out of range": (lambda L, f, x: f.alpha_dropout(x, p=1.5), X4),
+    "alpha_dropout p=1": (lambda L, f, x: f.alpha_dropout(x, p=1.0, training=True), X4),
+    "batch_norm one running stat": (lambda L, f, x: f.batch_norm(x, None, L.ones(3), training=True), X4),
+    "batch_norm no channels": (lambda L, f, x: f.batch_norm(x[:, :0], L.ones(0), L.ones(0), training=True), X4),
+    "cross_entropy int32 target": (lambda L, f, x: f.cross_entropy(x[:, :, 0, 0], L.zeros(2, dtype=L.int32)), X4),
+    "nll_loss uint8 target": (lambda L, f, x: f.nll_loss(x[:, :, 0, 0], L.zeros(2, dtype=L.uint8)), X4),
+    "huber_loss delta 0": (lambda L, f, x: f.huber_loss(x, x, delta=0.0), X4),
+    "rrelu bounds": (lambda L, f, x: f.rrelu(x, lower=0.5, upper=0.1), X4),
+    "leaky_relu int": (lambda L, f, x: f.leaky_relu(x.long()), X4),
+    "gelu int": (lambda L, f, x: f.gelu(x.int()), X4),
+    "relu bool": (lambda L, f, x: f.relu(x > 0), X4),
+    "hardshrink int": (lambda L, f, x: f.hardshrink(x.long()), X4),
+    "embedding padding_idx out of range": (lambda L, f, w: f.embedding(L.zeros(2, dtype=L.int64), w, padding_idx=-6),
+                                           make((5, 3))),
+    "pad replicate empty pads": (lambda L, f, x: f.pad(x, (), mode="replicate"), X4),
+    "pad replicate rank": (lambda L, f, x: f.pad(x[0, 0, 0], (1, 1), mode="replicate"), X4),
+    "pad reflect output too small": (lambda L, f, x: f.pad(x, (-2, -3, 0, 0), mode="reflect"), X4),
+    "pad circular negative": (lambda L, f, x: f.pad(x, (-3, -3), mode="circular"), X4),
+    "pad replicate crop": (lambda L, f, x: f.pad(x, (-1, 2, 1, -2), mode="replicate"), X4),
+    "affine_grid zero size": (lambda L, f, t: f.affine_grid(t, [2, 1, 0, 4], align_corners=False), make((2, 2, 3))),
+    "interpolate antialias nearest": (lambda L, f, x: f.interpolate(x, size=2, mode="nearest", antialias=True), X4),
+    "interpolate area to zero": (lambda L, f, x: f.interpolate(x, scale_factor=0.0, mode="area"), X4),
+    "interpolate nearest int32": (lambda L, f, x: f.interpolate(x.int().unsqueeze(2), size=2), X4),
+    "adaptive pool None": (lambda L, f, x: f.adaptive_avg_pool2d(x, None), X4),
+    "adaptive pool 1d None": (lambda L, f, x: f.adaptive_max_pool1d(x[0], None), X4),
+    "adaptive pool zero": (lambda L, f, x: [f.adaptive_avg_pool2d(x, 0), *f.adaptive_max_pool2d(x, (0, 2), True)], X4),
+    "avg_pool1d float kernel": (lambda L, f, x: f.avg_pool1d(x[0], kernel_size=2.5), X4),
+    "max_pool ceil window past the input": (lambda L, f, x: f.max_pool2d(x, kernel_size=(5, 1), ceil_mode=True), X4),
+    "avg_pool ceil window past the input": (lambda L, f, x: f.avg_pool2d(x, kernel_size=(5, 2), ceil_mode=True), X4),
+    "max_pool too small": (lambda L, f, x: f.max_pool2d(x, kernel_size=(5, 1)), X4),
+    "conv_transpose empty input": (lambda L, f, x, w: f.conv_transpose2d(x[:0], w, stride=2, padding=2, output_padding=2),
+                                   X4, make((3, 1, 2, 2))),
+    "conv empty input weight dtype": (lambda L, f, x, w: f.conv2d(x[:0], w.half()), X4, make((1, 3, 2, 2))),
+    "cosine_similarity broadcast": (lambda L, f, a, b: f.cosine_similarity(a, b), make((5,)), make((4, 3, 5))),
+    "sdpa empty queries": (lambda L, f, q, k: f.scaled_dot_product_attention(q[:, :, :0], k, k[..., :2]), X4, make((2, 4, 3, 5))),
+    "sdpa no keys": (lambda L, f, q: f.scaled_dot_product_attention(q, q[:, :, :0], q[:, :, :0]), X4),
+    "sdpa 1-D mask": (lambda L, f, q: f.scaled_dot_product_attention(q, q, q, attn_mask=L.zeros(4)), X4),
+    "instance_norm empty": (lambda L, f, x: f.instance_norm(x[..., :0]), X4),
+    "fold uint8": (lambda L, f, x: f.fold(x.byte(), output_size=(3, 6), kernel_size=3), make((2, 9, 4))),
+    "bilinear dtypes": (lambda L, f, a, w: f.bilinear(a, a.double(), w), make((2, 3)), make((4, 3, 3))),
+    "prelu dtypes": (lambda L, f, x, w: f.prelu(x, w.double()), X4, make((3,))),
+    "linear bool": (lambda L, f, x: f.linear(x > 0, x[0, 0] > 0), X4),
+    "grid_sample bicubic": (lambda L, f, x, g: [f.grid_sample(x, g, mode="bicubic", padding_mode=p, align_corners=ac)
+                                                for p in ("zeros", "border", "reflection") for ac in (False, True)],
+                            X4, make((2, 3, 2, 2), low=-1.3, high=1.3)),
+}
+
+
+@pytest.mark.parametrize("name", list(F_CHECKS))
+def test_functional_raises_like_torch(name):
+    fn, *inputs = F_CHECKS[name]
+    _same_outcome(fn, *inputs)

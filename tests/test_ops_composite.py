@@ -176,3 +176,95 @@ def test_errors_of_the_added_functions_match_torch():
         cb.nn.functional.grouped_mm(cb.ones(2, 3), cb.ones(3, 4))
     with pytest.raises(RuntimeError, match="56 bytes"):
         cb.set_rng_state(cb.zeros(3, dtype=cb.uint8))
+
+
+def _same_outcome(fn, *inputs):
+    """Runs fn on torch and on candle_bind: both raise (the same exception type, torch's message
+    start) or both return the same result."""
+    try:
+        ref = fn(torch, *inputs)
+    except Exception as e:  # noqa: BLE001 - any torch error
+        with pytest.raises(type(e)) as ours:
+            fn(cb, *[to_cb(t) if isinstance(t, torch.Tensor) else t for t in inputs])
+        head = str(e).split("\n")[0][:40]
+        assert str(ours.value).startswith(head), (str(ours.value), str(e))
+        return
+    ours = fn(cb, *[to_cb(t) if isinstance(t, torch.Tensor) else t for t in inputs])
+    if isinstance(ref, (bool, int)):
+        assert ours == ref
+    else:
+        assert_same(ours, ref, 1e-5, 1e-5)
+
+
+def _setitem(L, x, key, value):
+    x = x.clone()
+    x[key] = value
+    return x
+
+
+I3 = torch.tensor([0, 2])
+CHECKS = {
+    "scatter src dtype": (lambda L, x, i: x.scatter(0, i, x.double()), make((3,)), torch.tensor([0, 1, 2])),
+    "scatter_add src dtype": (lambda L, x, i: L.scatter_add(x, 0, i, x.int()), make((3,)), torch.tensor([0, 1, 2])),
+    "index_add source dtype": (lambda L, x, i: x.byte().index_add(0, i, x[:2]), make((3,)), I3),
+    "index_copy source dtype": (lambda L, x, i: x.double().index_copy(0, i, x[:2]), make((3,)), I3),
+    "index_put dtype": (lambda L, x, i: L.index_put(x, (i,), x[:2].double()), make((3,)), I3),
+    "index_put accumulate dtype": (lambda L, x, i: x.index_put((i,), x[:2].double(), accumulate=True), make((3,)), I3),
+    "setitem index tensor dtype": (lambda L, x, i: _setitem(L, x, i, L.ones((), dtype=L.float64)), make((3,)), I3),
+    "setitem bool mask one value": (lambda L, x: _setitem(L, x, x > 0, L.ones(1, dtype=L.float64)), make((3,))),
+    "setitem slice other dtype": (lambda L, x: _setitem(L, x, slice(1, None), L.ones(2, dtype=L.float64)), make((3,))),
+    "masked_fill overflow": (lambda L, x: x.half().masked_fill(x > 0, 1e30), make((3,))),
+    "masked_fill inf in half": (lambda L, x: x.half().masked_fill(x > 0, -math.inf), make((3,))),
+    "masked_fill int nan": (lambda L, x: x.long().masked_fill(x > 0, math.nan), make((3,))),
+    "new_full overflow": (lambda L, x: x.byte().new_full((2,), 300), make((3,))),
+    "new_full negative uint8": (lambda L, x: x.byte().new_full((2,), -1), make((3,))),
+    "sub bool alpha": (lambda L, x: x.sub(x, alpha=True), make((3,))),
+    "add float alpha on ints": (lambda L, x: x.long().add(x.long(), alpha=0.5), make((3,))),
+    "where float condition": (lambda L, x: L.where(x, x, 0.0), make((3,))),
+    "Tensor.where float condition": (lambda L, x: x.where(x, 0.0), make((3,))),
+    "abs bool": (lambda L, x: L.abs(x > 0), make((3,))),
+    "argmax bool": (lambda L, x: (x > 0).argmax(), make((3,))),
+    "topk bool": (lambda L, x: (x > 0).topk(1), make((3,))),
+    "squeeze repeated dims": (lambda L, x: L.squeeze(x, (1, -1)), make((3, 1))),
+    "count_nonzero dim": (lambda L, x: [L.count_nonzero(x.round(), 1), x.round().count_nonzero((0, 1))], make((3, 4))),
+    "msort": (lambda L, x: [L.msort(x), x.msort()], make((4, 3))),
+    "tensordot negative dims": (lambda L, x: L.tensordot(x, x, dims=-1), make((3,))),
+    "rot90 same dims": (lambda L, x: x.rot90(1, [0, -3]), make((2, 3, 4))),
+    "rot90 1-D": (lambda L, x: L.rot90(x, 1, [0, 0]), make((3,))),
+    "rot90 dims types": (lambda L, x: L.rot90(x, 1, ["0", 1]), make((2, 3))),
+    "diff negative n": (lambda L, x: x.diff(n=-1), make((2, 3))),
+    "diagonal dim out of range": (lambda L, x: x.diagonal(0, 2, -1), make((2, 3))),
+    "diagonal same dims": (lambda L, x: x.diagonal(0, 0, -2), make((2, 3))),
+    "addcdiv integers": (lambda L, x: L.addcdiv(x, x.long(), x.long()), make((3,))),
+    "addr float alpha on ints": (lambda L, a, b: L.addr(a.long(), b.long(), b.long(), alpha=0.5), make((3, 3)), make((3,))),
+    "addmv size mismatch": (lambda L, a, b: L.addmv(b, a, b[:2]), make((3, 2)), make((3,))),
+    "addmm input does not broadcast": (lambda L, a, b: a.addmm(b, b.t()[:, :1]), make((3, 3)), make((3, 2))),
+    "quantile integer input": (lambda L, x: L.quantile(x.int(), 0.5), make((4,))),
+    "logcumsumexp integer": (lambda L, x: L.logcumsumexp(x.short(), 0), make((4,))),
+    "cdist bfloat16": (lambda L, x: L.cdist(x.bfloat16(), x.bfloat16()), make((3, 2))),
+    "meshgrid dtypes": (lambda L, x: L.meshgrid(x, x.double(), indexing="ij"), make((3,))),
+    "cartesian_prod dtypes": (lambda L, x: L.cartesian_prod(x, x.double()), make((3,))),
+    "block_diag no args": (lambda L: L.block_diag(),),
+    "unique dim": (lambda L, x: L.unique(x.round(), dim=0, return_inverse=True, return_counts=True),
+                   torch.tensor([[1.0, 2.0], [0.0, 5.0], [1.0, 2.0], [1.0, 1.0]])),
+    "Tensor.unique dim 1": (lambda L, x: x.unique(dim=1, return_counts=True), torch.tensor([[1, 1, 0], [2, 2, 0]])),
+    "einsum diagonal": (lambda L, x: [L.einsum("ii->i", x[0]), L.einsum("bii->b", x), L.einsum("ii", x[1])], make((2, 3, 3))),
+    "take_along_dim broadcast": (lambda L, x: L.take_along_dim(x, L.zeros(2, 3, dtype=L.int64), dim=0), make((4, 1))),
+    "linspace bool": (lambda L: L.linspace(0, 1, 5, dtype=L.bool),),
+    "linspace float steps": (lambda L: L.linspace(0, 1, 2.5),),
+    "atan2 number": (lambda L, x: L.atan2(x, 0.5), make((3,))),
+    "heaviside number": (lambda L, x: L.heaviside(x, 2), make((3,))),
+    "allclose number": (lambda L, x: L.allclose(x, 1), make((3,))),
+    "permute spread dims": (lambda L, x: L.permute(x, 1, 0), make((2, 3))),
+    "permute dims": (lambda L, x: L.permute(x, (1, 0)), make((2, 3))),
+    "clamp number and tensor": (lambda L, x: x.clamp(0, x), make((3,))),
+    "unique_consecutive positional": (lambda L, x: x.unique_consecutive(0), make((3,))),
+    "tile int": (lambda L, x: x.tile(3), make((2, 3))),
+    "copy_ number": (lambda L, x: x.clone().copy_(0.5), make((2, 3))),
+}
+
+
+@pytest.mark.parametrize("name", list(CHECKS))
+def test_raises_like_torch(name):
+    fn, *inputs = CHECKS[name]
+    _same_outcome(fn, *inputs)

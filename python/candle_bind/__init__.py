@@ -88,7 +88,7 @@ _LAZY_MODULES = {
     "nn", "gguf", "safetensors", "serialization", "compat", "utils", "testing",
     # torch's submodules, stood in for (one small module each)
     "accelerator", "amp", "autograd", "backends", "compiler", "cuda", "distributed", "distributions", "jit",
-    "library", "mps", "multiprocessing", "ops", "optim", "random", "version", "xpu", "_dynamo",
+    "library", "mps", "multiprocessing", "ops", "optim", "random", "version", "xpu", "_dynamo", "__config__",
 }
 
 
@@ -205,6 +205,11 @@ def where(condition, input=None, other=None):
     """torch.where(condition, input, other); the one-argument form returns nonzero indices."""
     if input is None and other is None:
         return condition.nonzero(as_tuple=True)
+    if isinstance(condition, Tensor) and condition.dtype not in (bool, uint8):
+        from ._tensor import dtype_title
+
+        raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype "
+                           f"{dtype_title(condition.dtype)}")
     return _C.where(condition, input, other)
 
 
@@ -273,9 +278,16 @@ def einsum(equation: str, *operands):
     for s, t in zip(inputs, operands):
         if len(s) != t.dim():
             raise RuntimeError(f"einsum(): the number of subscripts in the equation ({len(s)}) does not match the number of dimensions ({t.dim()}) for operand")
-        # Repeated letters in one operand (a diagonal) are not supported.
-        if len(set(s)) != len(s):
-            raise NotImplementedError("einsum(): repeated subscripts in one operand are not supported yet")
+        # A letter repeated in one operand takes that operand's diagonal over those dims.
+        while len(set(s)) != len(s):
+            c = next(ch for ch in s if s.count(ch) > 1)
+            i = s.index(c)
+            j = s.index(c, i + 1)
+            if t.shape[i] != t.shape[j]:
+                raise RuntimeError(f"einsum(): subscript {c} is repeated for operand {len(aligned)} but the sizes "
+                                   f"don't match, {t.shape[j]} != {t.shape[i]}")
+            t = t.diagonal(0, i, j)  # the diagonal becomes the last dim
+            s = s[:i] + s[i + 1:j] + s[j + 1:] + c
         for c, d in zip(s, t.shape):
             if d != 1:
                 if sizes.get(c, d) != d:
@@ -325,19 +337,34 @@ def _einsum_pair(aligned, letters, inputs, rhs, sizes):
 
 def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False):
     """linspace with torch's symmetric evaluation (steps 0 and 1 included)."""
+    steps = _check_space_args("linspace", start, end, steps, dtype)
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
     if steps == 0:
         return empty(0, dtype=dtype, device=device)
     if steps == 1:
         return full((1,), _builtins.float(start), dtype=dtype or get_default_dtype(), device=device)
+    start, end = _builtins.float(start), _builtins.float(end)
     step = (end - start) / (steps - 1)
-    half_n = steps // 2
-    vals = [start + step * i if i < half_n else end - step * (steps - 1 - i) for i in range(steps)]
-    return tensor(vals, dtype=dtype or get_default_dtype(), device=device)
+    # In float64 natively (a size check before anything is allocated): the first half counts up from
+    # `start`, the second down from `end`, as torch's kernel does.
+    i = arange(steps, dtype=float64)
+    out = where(i < steps // 2, i * step + start, (steps - 1 - i) * -step + end)
+    return out.to(dtype or get_default_dtype(), device=device)
+
+
+def _check_space_args(name, start, end, steps, dtype):
+    if isinstance(steps, _builtins.bool) or not hasattr(steps, "__index__") or isinstance(steps, Tensor) and steps.is_floating_point():
+        kinds = ", ".join(_builtins.type(v).__name__ for v in (start, end, steps))
+        raise TypeError(f"{name}() received an invalid combination of arguments - got ({kinds}), but expected one of:\n"
+                        f" * (Tensor start, Tensor end, int steps, *, ...)\n * (Number start, Number end, int steps, *, ...)")
+    if dtype == bool:
+        raise NotImplementedError(f"\"{name}_cpu\" not implemented for 'Bool'")
+    return steps.__index__()
 
 
 def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
+    steps = _check_space_args("logspace", start, end, steps, dtype)
     lin = linspace(start, end, steps, dtype=float64, device=device)
     out = _C.full((), base, dtype=float64) ** lin if steps else lin
     return out.to(dtype or get_default_dtype())

@@ -10,6 +10,7 @@ import math
 from . import _C
 from ._C import Tensor
 from . import return_types
+from ._tensor import _advanced_put, _index_put_error, dtype_title, need_float, not_implemented
 
 # ---- fused multiply-adds (HF's GPT-2 Conv1D is addmm, BLOOM/GPT-NeoX attention is baddbmm) ----
 
@@ -27,6 +28,37 @@ def _write_out(result, out):
     return out.copy_(result)
 
 
+def _dim(d, n: int) -> int:
+    """A dim in range for rank n (0-dim tensors take -1 and 0), else torch's IndexError."""
+    lo, hi = (-n, n - 1) if n else (-1, 0)
+    if not lo <= d <= hi:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{lo}, {hi}], but got {d})")
+    return d % n if n else 0
+
+
+def _need_tensor(fn: str, arg: str, pos: int, x) -> None:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{fn}(): argument '{arg}' (position {pos}) must be Tensor, not {builtins.type(x).__name__}")
+
+
+def _int_list(fn: str, arg: str, pos: int, xs) -> list:
+    if not isinstance(xs, (list, tuple)):
+        raise TypeError(f"{fn}(): argument '{arg}' (position {pos}) must be tuple of ints, not {builtins.type(xs).__name__}")
+    for i, x in enumerate(xs):
+        if not isinstance(x, int) or isinstance(x, bool):
+            raise TypeError(f"{fn}(): argument '{arg}' (position {pos}) must be tuple of ints, but found element of "
+                            f"type {builtins.type(x).__name__} at pos {i}")
+    return list(xs)
+
+
+def _check_integral_scalars(tensors, **scalars) -> None:
+    """torch's "For integral input tensors, argument alpha must not be a floating point number"."""
+    if builtins.all(not t.is_floating_point() for t in tensors):
+        for name, v in scalars.items():
+            if isinstance(v, float):
+                raise RuntimeError(f"For integral input tensors, argument {name} must not be a floating point number.")
+
+
 def _scaled_sum(input, product, beta, alpha):
     if alpha != 1:
         product = product * alpha
@@ -40,22 +72,36 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
     if mat1.dim() != 2 or mat2.dim() != 2:
         raise RuntimeError(f"mat1 must be a matrix, got {mat1.dim()}-D tensor" if mat1.dim() != 2
                            else f"mat2 must be a matrix, got {mat2.dim()}-D tensor")
-    return _write_out(_scaled_sum(input, mat1 @ mat2, beta, alpha), out)
+    product = mat1 @ mat2
+    input.expand(*product.shape)  # torch's check: input broadcasts to the product's shape
+    return _write_out(_scaled_sum(input, product, beta, alpha), out)
 
 
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     """beta·input + alpha·(batch1 @ batch2), both batches 3-D."""
     if batch1.dim() != 3 or batch2.dim() != 3:
         raise RuntimeError("batch1 must be a 3D tensor" if batch1.dim() != 3 else "batch2 must be a 3D tensor")
-    return _write_out(_scaled_sum(input, batch1.bmm(batch2), beta, alpha), out)
+    product = batch1.bmm(batch2)
+    input.expand(*product.shape)
+    return _write_out(_scaled_sum(input, product, beta, alpha), out)
 
 
 def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     """beta·input + alpha·Σ_b batch1[b] @ batch2[b]."""
-    return _write_out(_scaled_sum(input, batch1.bmm(batch2).sum(0), beta, alpha), out)
+    product = batch1.bmm(batch2).sum(0)
+    input.expand(*product.shape)
+    return _write_out(_scaled_sum(input, product, beta, alpha), out)
 
 
 def addmv(input, mat, vec, *, beta=1, alpha=1, out=None):
+    if mat.dim() == 2 and vec.dim() == 1 and input.dim() <= 1:
+        if mat.shape[1] != vec.shape[0] or (input.dim() == 1 and input.shape[0] not in (1, mat.shape[0])):
+            shown = f"({input.shape[0]})" if input.dim() else "()"
+            raise RuntimeError(f"size mismatch, got input {shown}, mat ({mat.shape[0]}x{mat.shape[1]}), vec ({vec.shape[0]})")
+    elif mat.dim() == 2 and vec.dim() == 1:
+        raise RuntimeError(f"vector + matrix @ vector expected, got {input.dim()}, {mat.dim()}, {vec.dim()}")
+    if mat.dtype == _C.bool:
+        raise not_implemented("addmv_impl_cpu", mat.dtype)
     return _write_out(_scaled_sum(input, mat.mv(vec), beta, alpha), out)
 
 
@@ -64,6 +110,13 @@ def addcmul(input, tensor1, tensor2, *, value=1, out=None):
 
 
 def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
+    if not tensor1.is_floating_point() and not tensor2.is_floating_point():
+        raise RuntimeError(
+            "Integer division with addcdiv is no longer supported, and in a future  release addcdiv will perform a "
+            "true division of tensor1 and tensor2. The historic addcdiv behavior can be implemented as (input + value "
+            "* torch.trunc(tensor1 / tensor2)).to(input.dtype) for integer inputs and as (input + value * tensor1 / "
+            "tensor2) for float inputs. The future addcdiv behavior is just the latter implementation: (input + value "
+            "* tensor1 / tensor2), for all dtypes.")
     return _write_out(input + (tensor1 / tensor2) * value if value != 1 else input + tensor1 / tensor2, out)
 
 
@@ -87,6 +140,10 @@ def inner(input, other):
 def tensordot(a, b, dims=2, out=None):
     """Contracts dims of a with dims of b (an int n: a's last n with b's first n)."""
     if isinstance(dims, int):
+        if dims < 0:
+            raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")
+        if dims > a.dim() or dims > b.dim():
+            raise RuntimeError(f"tensordot expects dims < ndim_a or ndim_b, but got dims={dims}")
         da, db = list(range(a.dim() - dims, a.dim())), list(range(dims))
     else:
         da, db = ([dims[0]] if isinstance(dims[0], int) else list(dims[0])), ([dims[1]] if isinstance(dims[1], int) else list(dims[1]))
@@ -142,7 +199,7 @@ def broadcast_tensors(*tensors):
 
 
 def tile(input, dims):
-    dims = tuple(dims)
+    dims = (dims,) if isinstance(dims, int) else tuple(dims)
     if len(dims) < input.dim():
         dims = (1,) * (input.dim() - len(dims)) + dims
     return input.repeat(*dims)
@@ -203,6 +260,8 @@ def dstack(tensors):
 def meshgrid(*tensors, indexing="ij"):
     if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
         tensors = tuple(tensors[0])
+    if builtins.any(t.dtype != tensors[0].dtype for t in tensors):
+        raise RuntimeError("meshgrid expects all tensors to have the same dtype")
     if indexing not in ("ij", "xy"):
         raise RuntimeError(f"torch.meshgrid: indexing must be one of \"xy\" or \"ij\", but received: {indexing}")
     sizes = [t.numel() for t in tensors]
@@ -219,7 +278,16 @@ def meshgrid(*tensors, indexing="ij"):
 
 
 def rot90(input, k=1, dims=(0, 1)):
-    d0, d1 = dims
+    if not isinstance(k, int):
+        raise TypeError(f"rot90(): argument 'k' (position 2) must be int, not {builtins.type(k).__name__}")
+    dims = _int_list("rot90", "dims", 3, dims)
+    if len(dims) != 2:
+        raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
+    if input.dim() < 2:
+        raise RuntimeError(f"expected total dims >= 2, but got total dims = {input.dim()}")
+    if dims[0] == dims[1] or builtins.abs(dims[0] - dims[1]) == input.dim():
+        raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {dims[0]} and dim1 = {dims[1]}")
+    d0, d1 = _dim(dims[0], input.dim()), _dim(dims[1], input.dim())
     k %= 4
     if k == 1:
         return input.flip(d1).transpose(d0, d1)
@@ -245,6 +313,9 @@ def diag(input, diagonal=0):
 
 
 def diagonal(input, offset=0, dim1=0, dim2=1):
+    n = input.dim()
+    if _dim(dim1, n) == _dim(dim2, n):
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
     x = movedim(input, (dim1, dim2), (-2, -1))
     r, c = x.shape[-2], x.shape[-1]
     n = builtins.max(builtins.min(r, c - offset) if offset >= 0 else builtins.min(r + offset, c), 0)
@@ -269,6 +340,8 @@ def trace(input):
 
 
 def block_diag(*tensors):
+    if not tensors:
+        return _C.zeros(1, 0)
     mats = [t.reshape(1, -1) if t.dim() <= 1 else t for t in tensors]
     from . import promote_types
 
@@ -284,6 +357,8 @@ def block_diag(*tensors):
 
 
 def cartesian_prod(*tensors):
+    if builtins.any(t.dtype != tensors[0].dtype for t in tensors):
+        raise RuntimeError("meshgrid expects all tensors to have the same dtype")
     if len(tensors) == 1:
         return tensors[0]
     grids = meshgrid(*tensors, indexing="ij")
@@ -351,6 +426,8 @@ def to_dense(self, dtype=None, *, masked_grad=None):
 
 
 def diff(input, n=1, dim=-1, prepend=None, append=None):
+    if n < 0:
+        raise RuntimeError(f"order must be non-negative but got {n}")
     if prepend is not None or append is not None:
         parts = [p if p.dim() else p.expand(*[1 if d == dim % input.dim() else s for d, s in enumerate(input.shape)])
                  for p in (prepend, input, append) if p is not None]
@@ -364,6 +441,23 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
     return input
 
 
+def msort(input):
+    """The values sorted along dim 0."""
+    return input.sort(0).values
+
+
+def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
+    """torch.unique: the sorted distinct values, or with `dim` the sorted distinct slices."""
+    from ._tensor import unique as tensor_unique
+
+    return tensor_unique(input, sorted, return_inverse, return_counts, dim)
+
+
+def permute(input, dims):
+    """torch.permute(input, dims): the dims as one sequence (Tensor.permute also takes them spread)."""
+    return input.permute(*dims) if isinstance(dims, (list, tuple)) else input.permute(dims)
+
+
 # ---- elementwise math from its definition ----
 
 
@@ -372,6 +466,8 @@ def _float(x):
 
 
 def atan2(input, other):
+    _need_tensor("atan2", "input", 1, input)
+    _need_tensor("atan2", "other", 2, other)
     y, x = broadcast_tensors(_float(input), _float(other) if isinstance(other, Tensor) else input.new_tensor(other))
     r = (y / x).atan()
     pi = math.pi
@@ -379,20 +475,26 @@ def atan2(input, other):
     return _C.where((x == 0) & (y == 0), y * 0, r)  # signed zeros are not told apart
 
 
-arctan2 = atan2
+def arctan2(input, other):
+    _need_tensor("arctan2", "input", 1, input)
+    _need_tensor("arctan2", "other", 2, other)
+    return atan2(input, other)
 
 
 def hypot(input, other):
+    _need_tensor("hypot", "other", 2, other)
     return (input * input + other * other).sqrt()
 
 
 def logaddexp(input, other):
+    _need_tensor("logaddexp", "other", 2, other)
     m = input.maximum(other)
     out = m + (-(input - other).abs()).exp().log1p()
     return _C.where(m.isinf() & (input == other), input, out)  # inf - inf would be NaN
 
 
 def logaddexp2(input, other):
+    _need_tensor("logaddexp2", "other", 2, other)
     return logaddexp(input * math.log(2.0), other * math.log(2.0)) / math.log(2.0)
 
 
@@ -433,10 +535,12 @@ def float_power(input, exponent):
 
 
 def fmax(input, other):
+    _need_tensor("fmax", "other", 2, other)
     return _C.where(input.isnan(), other, _C.where(other.isnan(), input, input.maximum(other)))
 
 
 def fmin(input, other):
+    _need_tensor("fmin", "other", 2, other)
     return _C.where(input.isnan(), other, _C.where(other.isnan(), input, input.minimum(other)))
 
 
@@ -445,6 +549,8 @@ def bitwise_not(input):
 
 
 def logcumsumexp(input, dim):
+    if not input.is_floating_point():
+        raise not_implemented("logcumsumexp_out_cpu", input.dtype)
     m = input.amax(dim, keepdim=True)
     m = _C.where(m.isinf(), m * 0, m)
     return (input - m).exp().cumsum(dim).log() + m
@@ -497,6 +603,13 @@ def can_cast(from_, to) -> bool:
 
 def cdist(x1, x2, p=2.0, compute_mode=None):
     """Pairwise p-norm distances between the rows of x1 (…, P, M) and x2 (…, R, M)."""
+    for x in (x1, x2):
+        if not x.is_floating_point():
+            raise RuntimeError(f"cdist only supports floating-point dtypes, X{1 if x is x1 else 2} got: {dtype_title(x.dtype)}")
+    if x1.dtype not in (_C.float32, _C.float64):
+        raise not_implemented("cdist", x1.dtype)
+    if x1.dtype != x2.dtype and x1.numel() and x2.numel():
+        raise RuntimeError(f"expected scalar type {dtype_title(x1.dtype)} but found {dtype_title(x2.dtype)}")
     if x1.shape[-1] != x2.shape[-1]:
         raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: {x1.shape[-1]} X2: {x2.shape[-1]}")
     d = (x1.unsqueeze(-2) - x2.unsqueeze(-3)).abs()
@@ -526,10 +639,7 @@ def dist(input, other, p=2):
 def histc(input, bins=100, min=0, max=0, *, out=None):  # noqa: A002 - torch's names
     """Counts of the values in `bins` equal-width bins over [min, max] (the data's range when both are
     0); values outside are dropped, `max` itself falls in the last bin. Float input, float counts."""
-    if not input.is_floating_point():
-        title = {"int64": "Long", "int32": "Int", "int16": "Short", "uint8": "Byte", "bool": "Bool"}
-        name = repr(input.dtype).rsplit(".", 1)[-1]
-        raise NotImplementedError(f"\"histogram_cpu\" not implemented for '{title.get(name, name)}'")
+    need_float(input, "histogram_cpu")
     x = input.reshape(-1).double()
     lo, hi = float(min), float(max)
     if lo == hi and x.numel():
@@ -612,6 +722,10 @@ def median(input, dim=None, keepdim=False):
 
 def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
     """q-th quantiles (float or 1-D tensor of floats in [0, 1]) with torch's interpolation modes."""
+    if input.dtype not in (_C.float32, _C.float64):
+        raise RuntimeError("quantile() input tensor must be either float or double dtype")
+    if isinstance(q, Tensor) and q.dtype != input.dtype:
+        raise RuntimeError("quantile() q tensor must be same dtype as the input tensor")
     scalar_q = not isinstance(q, Tensor)
     qs = [float(q)] if scalar_q else [float(v) for v in q.reshape(-1).tolist()]
     if builtins.any(not 0 <= v <= 1 for v in qs):
@@ -647,6 +761,11 @@ def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
 
 
 def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
+    for name, v in (("return_inverse", return_inverse), ("return_counts", return_counts)):
+        if not isinstance(v, bool):
+            raise TypeError(f"unique_consecutive(): argument '{name}' must be bool, not {builtins.type(v).__name__}")
+    if dim is not None and (not isinstance(dim, int) or isinstance(dim, bool)):
+        raise TypeError(f"unique_consecutive(): argument 'dim' must be int, not {builtins.type(dim).__name__}")
     if dim is not None:
         raise NotImplementedError("unique_consecutive(dim=...) is not supported yet")
     flat = input.reshape(-1)
@@ -689,6 +808,8 @@ def randint_like(input, low=0, high=None, *, dtype=None, device=None, **kw):
 def index_put_(self, indices, values, accumulate=False):
     """self[indices] = values; with accumulate, repeated positions add up (all dims indexed)."""
     indices = tuple(indices)
+    if isinstance(values, Tensor) and values.dtype != self.dtype and (accumulate or _advanced_put(indices, values)):
+        raise _index_put_error(self, values)
     if not accumulate:
         self[indices] = values
         return self
@@ -735,13 +856,13 @@ METHODS = (
     "as_strided", "diff", "atan2", "arctan2", "hypot", "logaddexp", "logaddexp2", "exp2", "frac", "sgn", "asinh",
     "acosh", "atanh", "arcsinh", "arccosh", "arctanh", "float_power", "fmax", "fmin", "bitwise_not",
     "logcumsumexp", "equal", "is_nonzero", "is_complex", "aminmax", "nanmean", "median", "quantile",
-    "unique_consecutive", "index_put_", "index_put", "type", "histc", "unfold", "to_dense",
+    "unique_consecutive", "index_put_", "index_put", "type", "histc", "unfold", "to_dense", "msort",
 )
 
 FUNCTIONS = tuple(m for m in METHODS if m not in ("type", "unfold", "to_dense")) + (
     "chain_matmul", "tensordot", "broadcast_tensors", "column_stack", "dstack", "meshgrid", "block_diag",
     "cartesian_prod", "tril_indices", "triu_indices", "isin", "can_cast", "cdist", "dist", "std_mean", "var_mean",
-    "normal", "randint_like", "grouped_mm",
+    "normal", "randint_like", "grouped_mm", "permute", "unique",
 )
 
 

@@ -74,11 +74,17 @@ def copysign(input, other):
 
 
 def heaviside(input, values):
+    if not isinstance(values, Tensor):
+        raise TypeError(f"heaviside(): argument 'values' (position 2) must be Tensor, not {type(values).__name__}")
     return _C.where(input == 0, values, (input > 0).to(input.dtype))
 
 
 def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None):
     """beta·input + alpha·outer(vec1, vec2)."""
+    if not (input.is_floating_point() or vec1.is_floating_point() or vec2.is_floating_point()):
+        for name, v in (("beta", beta), ("alpha", alpha)):
+            if isinstance(v, float):
+                raise RuntimeError(f"For integral input tensors, argument {name} must not be a floating point number.")
     prod = vec1.outer(vec2)
     prod = prod * alpha if alpha != 1 else prod
     return _write_out(prod if beta == 0 else prod + (input if beta == 1 else input * beta), out)

@@ -8,6 +8,7 @@ from typing import Optional, Sequence
 
 from .. import _C
 from .._C import Tensor
+from .._tensor import dtype_cpp, dtype_title, need_float, not_implemented
 
 __all__ = [
     "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool1d", "adaptive_max_pool2d",
@@ -21,14 +22,20 @@ __all__ = [
 ]
 
 
-def _ntuple(x, n: int, name: str = "argument") -> tuple:
+def _int(v, name: str, fn: str) -> int:
+    if isinstance(v, float) or not hasattr(v, "__index__"):
+        raise TypeError(f"{fn + '(): ' if fn else ''}argument '{name}' must be tuple of ints, not {type(v).__name__}")
+    return v.__index__()
+
+
+def _ntuple(x, n: int, name: str = "argument", fn: str = "") -> tuple:
     if isinstance(x, (list, tuple)):
         if len(x) == 1:
-            return tuple(x) * n
+            return (_int(x[0], name, fn),) * n
         if len(x) != n:
             raise ValueError(f"{name} must be an int or a tuple of {n} ints, got {x}")
-        return tuple(int(v) for v in x)
-    return (int(x),) * n
+        return tuple(_int(v, name, fn) for v in x)
+    return (_int(x, name, fn),) * n
 
 
 # ---------------------------------------------------------------------------------------- linear
@@ -36,6 +43,8 @@ def linear(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tens
     """y = x Wᵀ + b (the matmul reads Wᵀ in place; the bias add runs in the result's memory)."""
     if input.dim() == 0 or weight.dim() not in (1, 2):
         raise RuntimeError(f"linear(): expected input of at least 1 dim and a 1-D or 2-D weight, got {input.dim()}-D and {weight.dim()}-D")
+    if input.dtype == _C.bool and weight.dtype == _C.bool and input.numel() and weight.numel():
+        raise not_implemented("addmm_impl_cpu_", input.dtype)
     out = input.matmul(weight.t()) if weight.dim() == 2 else input.matmul(weight)
     if bias is not None:
         out += bias
@@ -44,6 +53,10 @@ def linear(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tens
 
 def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
     """y_k = x1ᵀ W_k x2 + b_k over the last dims."""
+    named = [("input1", input1), ("input2", input2), ("weight", weight)] + ([("bias", bias)] if bias is not None else [])
+    if builtins.any(t.dtype != input1.dtype for _, t in named):
+        raise RuntimeError("All tensors must have the same dtype, got "
+                           + ", ".join(f"{n}: {dtype_cpp(t.dtype)}" for n, t in named))
     if input1.shape[:-1] != input2.shape[:-1]:
         raise RuntimeError(f"bilinear(): input batch dimensions do not match: got {input1.shape[:-1]} and {input2.shape[:-1]}")
     lead = input1.shape[:-1]
@@ -91,7 +104,8 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: Option
     if mode not in ("reflect", "replicate", "circular"):
         raise NotImplementedError(f"Unrecognised padding mode {mode}")
     if value is not None and value != 0:
-        raise ValueError(f'Padding mode "{mode}" doesn\'t take in value argument')
+        raise RuntimeError(f'Padding mode "{mode}" doesn\'t take in value argument')
+    _check_nonconstant_pad(input, pairs, mode)
     x = input
     for i, (lo, hi) in enumerate(pairs):
         d = input.dim() - 1 - i
@@ -100,18 +114,57 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: Option
             raise RuntimeError(f"Argument #4: Padding size should be less than the corresponding input dimension, but got: padding ({lo}, {hi}) at dimension {d} of input {list(input.shape)}")
         if mode == "circular" and (lo > n or hi > n):
             raise RuntimeError("Padding value causes wrapping around more than once.")
-        idx = []
-        for j in range(-lo, n + hi):
-            if mode == "reflect":
-                k = abs(j)
-                k = 2 * (n - 1) - k if k >= n else k
-            elif mode == "replicate":
-                k = min(max(j, 0), n - 1)
-            else:
-                k = j % n
-            idx.append(k)
-        x = x.index_select(d, _C.tensor(idx, dtype=_C.int64))
+        shape = list(x.shape)
+        shape[d] = n + lo + hi
+        _C.reserve(shape, x.dtype)  # the size is the user's: checked before the index is built
+        j = _C.arange(-lo, n + hi)
+        if mode == "reflect":
+            j = j.abs()
+            idx = _C.where(j >= n, 2 * (n - 1) - j, j)
+        elif mode == "replicate":
+            idx = j.clamp(0, builtins.max(n - 1, 0))
+        else:
+            idx = j.remainder(builtins.max(n, 1))
+        x = x.index_select(d, idx)
     return x
+
+
+def _check_nonconstant_pad(input, pairs, mode):
+    """torch's checks for reflect / replicate / circular padding: 1-3 padded dims on a (batched)
+    input of that rank, non-empty non-batch dims and outputs of at least 1 (reflect, replicate),
+    no negative output size (circular)."""
+    k, nd = len(pairs), input.dim()
+    if k not in (1, 2, 3) or nd not in (k + 1, k + 2):
+        raise NotImplementedError(
+            f"Padding size {2 * k} is not supported for {nd}D input tensor.\n"
+            "Supported combinations for non-constant padding:\n"
+            "  - 2D or 3D input: padding size = 2 (pads last dimension)\n"
+            "  - 3D or 4D input: padding size = 4 (pads last 2 dimensions)\n"
+            "  - 4D or 5D input: padding size = 6 (pads last 3 dimensions)")
+    shape = list(input.shape)
+    if mode == "circular":
+        for i, (lo, hi) in enumerate(pairs):
+            if shape[nd - 1 - i] + lo + hi < 0:
+                raise RuntimeError("Negative padding value is resulting in an empty dimension")
+        return
+    if builtins.any(s == 0 for s in shape[1 if nd == k + 2 else 0:]):
+        raise RuntimeError(f"Expected {k + 1}D or {k + 2}D (batch mode) tensor with possibly 0 batch size and other "
+                           f"non-zero dimensions for input, but got: {shape}")
+    if mode == "reflect":
+        for i, (lo, hi) in enumerate(pairs):
+            d = nd - 1 - i
+            if lo >= shape[d] or hi >= shape[d]:
+                raise RuntimeError(f"Argument #4: Padding size should be less than the corresponding input dimension, "
+                                   f"but got: padding ({lo}, {hi}) at dimension {d} of input {shape}")
+    names = "DHW"[3 - k:]
+    ins = [shape[nd - k + j] for j in range(k)]
+    outs = [ins[j] + pairs[k - 1 - j][0] + pairs[k - 1 - j][1] for j in range(k)]
+    if builtins.any(o < 1 for o in outs):
+        if k == 1:
+            raise RuntimeError(f"input (W: {ins[0]}) is too small. Calculated output W: {outs[0]}")
+        raise RuntimeError("Calculated output " + " ".join(f"{c}: {o}" for c, o in zip(names, outs))
+                           + " must be >= 1 in every dimension (input "
+                           + ", ".join(f"{c}: {v}" for c, v in zip(names, ins)) + ")")
 
 
 # ---------------------------------------------------------------------------------------- convolution
@@ -120,7 +173,7 @@ def _conv(input, weight, bias, stride, padding, dilation, groups, n: int, name: 
     if input.dim() not in (n + 1, n + 2):
         raise RuntimeError(f"Expected {n + 1}D (unbatched) or {n + 2}D (batched) input to {name}, but got input of size: {list(input.shape)}")
     x = input if batched else input.unsqueeze(0)
-    stride, dilation = _ntuple(stride, n, "stride"), _ntuple(dilation, n, "dilation")
+    stride, dilation = _ntuple(stride, n, "stride", name), _ntuple(dilation, n, "dilation", name)
     k = tuple(weight.shape[2:])
     if isinstance(padding, str):
         if padding == "valid":
@@ -141,8 +194,20 @@ def _conv(input, weight, bias, stride, padding, dilation, groups, n: int, name: 
         else:
             raise ValueError(f"Invalid padding string {padding!r}, should be one of ['valid', 'same']")
     padding = _ntuple(padding, n, "padding")
+    weight, bias = _empty_input_params(x, weight, bias)
     out = _C.conv(x, weight, bias, list(stride), list(padding), list(dilation), int(groups))
     return out if batched else out.squeeze(0)
+
+
+def _empty_input_params(x, weight, bias):
+    """For an empty input torch only computes the output's shape: weight and bias of another dtype
+    are fine then (cast here so the shape checks run)."""
+    if x.numel() == 0:
+        if weight.dtype != x.dtype:
+            weight = weight.to(x.dtype)
+        if bias is not None and bias.dtype != x.dtype:
+            bias = bias.to(x.dtype)
+    return weight, bias
 
 
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
@@ -164,9 +229,11 @@ def _conv_t(input, weight, bias, stride, padding, output_padding, groups, dilati
     x = input if batched else input.unsqueeze(0)
     stride, padding = _ntuple(stride, n, "stride"), _ntuple(padding, n, "padding")
     output_padding, dilation = _ntuple(output_padding, n, "output_padding"), _ntuple(dilation, n, "dilation")
-    for op, s, d in zip(output_padding, stride, dilation):
-        if op >= s and op >= d:
-            raise RuntimeError("output padding must be smaller than either stride or dilation")
+    if x.numel():  # torch checks these in its kernels, which an empty input never reaches
+        for op, s, d in zip(output_padding, stride, dilation):
+            if op >= s and op >= d:
+                raise RuntimeError("output padding must be smaller than either stride or dilation")
+    weight, bias = _empty_input_params(x, weight, bias)
     out = _C.conv_transpose(x, weight, bias, list(stride), list(padding), list(output_padding), list(dilation), int(groups))
     return out if batched else out.squeeze(0)
 
@@ -184,16 +251,17 @@ def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_paddi
 
 
 # ---------------------------------------------------------------------------------------- pooling
-def _pool_windows(length: int, k: int, s: int, p: int, d: int, ceil_mode: bool):
-    if p > (d * (k - 1) + 1) // 2 and p > k // 2:
-        raise RuntimeError(f"pad should be at most half of effective kernel size, but got pad={p}, kernel_size={k} and dilation={d}")
-    span = d * (k - 1) + 1
-    num = length + 2 * p - span
-    if num < 0:
-        raise RuntimeError(f"Given input size too small: output size would be negative (input {length}, kernel {k}, padding {p})")
-    out = (-(-num // s) if ceil_mode else num // s) + 1
+def _pool_out(length: int, k: int, s: int, p: int, d: int, ceil_mode: bool) -> int:
+    """torch's pooling_output_shape: floor (or ceil) windows, the last one starting inside the input
+    or its left padding."""
+    out = (length + 2 * p - d * (k - 1) - 1 + (s - 1 if ceil_mode else 0)) // s + 1
     if ceil_mode and (out - 1) * s >= length + p:
         out -= 1
+    return out
+
+
+def _pool_windows(length: int, k: int, s: int, p: int, d: int, ceil_mode: bool):
+    out = _pool_out(length, k, s, p, d, ceil_mode)
     wins = []
     for i in range(out):
         start = i * s - p
@@ -205,14 +273,29 @@ def _pool_windows(length: int, k: int, s: int, p: int, d: int, ceil_mode: bool):
 def _pool(input, kind, n, kernel_size, stride, padding, dilation, ceil_mode, count_include_pad=True, divisor_override=None, name="pool", indices=True):
     if input.dim() not in (n + 1, n + 2):
         raise RuntimeError(f"{name}: Expected {n + 1}D or {n + 2}D input, but got input of size: {list(input.shape)}")
-    k = _ntuple(kernel_size, n, "kernel_size")
-    s = _ntuple(stride if stride is not None and stride != [] and stride != () else kernel_size, n, "stride")
-    p, d = _ntuple(padding, n, "padding"), _ntuple(dilation, n, "dilation")
+    k = _ntuple(kernel_size, n, "kernel_size", name)
+    s = _ntuple(stride if stride is not None and stride != [] and stride != () else kernel_size, n, "stride", name)
+    p, d = _ntuple(padding, n, "padding", name), _ntuple(dilation, n, "dilation", name)
     if builtins.any(v <= 0 for v in k) or builtins.any(v <= 0 for v in s):
         raise RuntimeError(f"{name}: kernel_size and stride must be greater than zero")
     if divisor_override is not None and divisor_override == 0:
         raise RuntimeError("divisor must be not zero")
     spatial = input.shape[-n:]
+    for i in range(n):
+        if p[i] > (d[i] * (k[i] - 1) + 1) // 2 and p[i] > k[i] // 2:
+            raise RuntimeError(f"pad should be at most half of effective kernel size, but got pad={p[i]}, "
+                               f"kernel_size={k[i]} and dilation={d[i]}")
+    outs = [_pool_out(spatial[i], k[i], s[i], p[i], d[i], ceil_mode) for i in range(n)]
+    if builtins.any(o < 1 for o in outs):
+        chans = input.shape[-n - 1]
+        if n == 1 and kind == "max":
+            raise RuntimeError(f"max_pool1d() Invalid computed output size: {outs[0]}")
+        if n == 3 and kind == "avg" and builtins.any(spatial[i] + 2 * p[i] < k[i] for i in range(3)):
+            raise RuntimeError(f"input image (T: {spatial[0]} H: {spatial[1]} W: {spatial[2]}) smaller than kernel size "
+                               f"(kT: {k[0]} kH: {k[1]} kW: {k[2]})")
+        ins, os_ = ([chans, 1, spatial[0]], [chans, 1, outs[0]]) if n == 1 else ([chans, *spatial], [chans, *outs])
+        raise RuntimeError(f"Given input size: ({'x'.join(map(str, ins))}). Calculated output size: "
+                           f"({'x'.join(map(str, os_))}). Output size is too small")
     wins = [_pool_windows(spatial[i], k[i], s[i], p[i], d[i], ceil_mode) for i in range(n)]
     return _C.pool(input, kind, wins, list(d), count_include_pad, divisor_override, indices)
 
@@ -256,15 +339,43 @@ def _adaptive(input, kind, n, output_size, name):
     if input.dim() not in (n + 1, n + 2):
         raise RuntimeError(f"{name}: Expected {n + 1}D or {n + 2}D tensor, but got {list(input.shape)}")
     spatial = input.shape[-n:]
-    sizes = _ntuple(output_size if output_size is not None else spatial, n, "output_size") if not isinstance(output_size, (list, tuple)) \
-        else tuple(spatial[i] if v is None else v for i, v in enumerate(_ntuple_none(output_size, n)))
-    if kind == "avg" and builtins.all(o == 1 for o in sizes) and builtins.all(L > 0 for L in spatial):
-        # Global average pooling (every CNN head): a mean over the spatial dims.
+    if not isinstance(output_size, (list, tuple)):
+        if output_size is None or isinstance(output_size, float) or not hasattr(output_size, "__index__"):
+            if n == 1:
+                raise TypeError(f"{name}(): argument 'output_size' (position 2) must be tuple of ints, not "
+                                f"{type(output_size).__name__}")
+            raise TypeError(f"object of type '{type(output_size).__name__}' has no len()")
+        sizes = (output_size.__index__(),) * n
+    else:
+        sizes = tuple(spatial[i] if v is None else v for i, v in enumerate(_ntuple_none(output_size, n)))
+    if kind == "avg" and builtins.all(o == 1 for o in sizes):
+        # Global average pooling (every CNN head): a mean over the spatial dims, as torch.
+        if not input.is_floating_point() and input.numel():
+            raise NotImplementedError("mean(): could not infer output dtype. Input dtype must be either a floating "
+                                      f"point or complex dtype. Got: {dtype_title(input.dtype)}")
         return input.mean(tuple(range(-n, 0)), keepdim=True), None
+    if not input.is_floating_point() and input.numel():  # (torch's kernels never see an empty input)
+        raise not_implemented(f"adaptive_{kind}_pool{max(n, 2)}d" + ("_cpu" if n == 3 else ""), input.dtype)
+    if builtins.any(o < 0 for o in sizes):
+        if kind == "max":
+            shape = list(input.shape[:-n]) + ([1] if n == 1 else []) + list(sizes)
+            raise RuntimeError(f"Trying to create tensor with negative dimension {min(sizes)}: {shape}")
+        raise RuntimeError(f"adaptive_avg_pool{max(n, 2)}d: elements of output_size must be greater than or equal to 0 "
+                           f"but received {{{', '.join(map(str, sizes))}}}")
+    for i, L in enumerate(spatial):
+        if L == 0:
+            shape = list(input.shape)
+            if n == 1 and kind == "avg":
+                shape.insert(-1, 1)
+            fn = f"adaptive_{kind}_pool{max(n, 2) if kind == 'avg' else n}d"
+            raise RuntimeError(f"{fn}(): Expected input to have non-zero size for non-batch dimensions, but input "
+                               f"has sizes {shape} with dimension {len(shape) - n + i} being empty")
+    if input.numel() == 0 or builtins.any(o == 0 for o in sizes):
+        out_shape = list(input.shape[:-n]) + list(sizes)
+        return (_C.empty(*out_shape, dtype=input.dtype, device=input.device),
+                _C.empty(*out_shape, dtype=_C.int64, device=input.device))
     wins = []
     for L, o in zip(spatial, sizes):
-        if o < 0 or (o == 0 and L != 0):
-            raise RuntimeError(f"{name}: output_size must be positive, got {sizes}")
         ws = []
         for i in range(o):
             start = (i * L) // o
@@ -329,6 +440,8 @@ def _maybe_inplace(input: Tensor, out: Tensor, inplace: bool) -> Tensor:
 
 
 def relu(input, inplace=False):
+    if input.dtype == _C.bool:
+        raise NotImplementedError("Boolean inputs not supported for relu")
     return _maybe_inplace(input, input.relu(), inplace)
 
 
@@ -339,14 +452,18 @@ def relu6(input, inplace=False):
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
+    if input.dtype == _C.bool:
+        raise NotImplementedError("Bool inputs not supported for hardtanh")
     return _maybe_inplace(input, input.clamp(min_val, max_val), inplace)
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
+    need_float(input, "leaky_relu_cpu")
     return _maybe_inplace(input, _C.leaky_relu(input, negative_slope), inplace)
 
 
 def elu(input, alpha=1.0, inplace=False):
+    need_float(input, "elu_cpu")
     return _maybe_inplace(input, _C.elu(input, alpha), inplace)
 
 
@@ -355,22 +472,27 @@ _SELU_SCALE = 1.0507009873554804934193349852946
 
 
 def selu(input, inplace=False):
+    need_float(input, "elu_cpu")
     return _maybe_inplace(input, _C.elu(input, _SELU_ALPHA, _SELU_SCALE), inplace)
 
 
 def celu(input, alpha=1.0, inplace=False):
+    need_float(input, "elu_cpu")
     return _maybe_inplace(input, _C.elu(input, alpha, 1.0, 1.0 / alpha), inplace)
 
 
 def gelu(input, approximate="none"):
+    need_float(input, "GeluKernelImpl")
     return _C.gelu(input, approximate)
 
 
 def silu(input, inplace=False):
+    need_float(input, "silu_cpu")
     return _maybe_inplace(input, _C.silu(input), inplace)
 
 
 def mish(input, inplace=False):
+    need_float(input, "mish_cpu")
     return _maybe_inplace(input, _C.mish(input), inplace)
 
 
@@ -383,36 +505,47 @@ def tanh(input):
 
 
 def hardsigmoid(input, inplace=False):
+    need_float(input, "hardsigmoid_cpu")
     return _maybe_inplace(input, _C.hardsigmoid(input), inplace)
 
 
 def hardswish(input, inplace=False):
+    need_float(input, "hardswish_cpu")
     return _maybe_inplace(input, _C.hardswish(input), inplace)
 
 
 def softplus(input, beta=1.0, threshold=20.0):
+    need_float(input, "softplus_cpu")
     return _C.softplus(input, beta, threshold)
 
 
 def softsign(input):
+    if input.dtype == _C.bool:
+        raise not_implemented("abs_cpu", input.dtype)
     return _C.softsign(input)
 
 
 def logsigmoid(input):
+    need_float(input, "log_sigmoid_cpu")
     return _C.logsigmoid(input)
 
 
 def tanhshrink(input):
+    if input.dtype == _C.bool:
+        raise NotImplementedError("Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying "
+                                  "to invert a mask, use the `~` or `logical_not()` operator instead.")
     return _C.tanhshrink(input)
 
 
 def softshrink(input, lambd=0.5):
+    need_float(input, "softshrink_check")
     if lambd < 0:
         raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
     return _C.softshrink(input, lambd)
 
 
 def hardshrink(input, lambd=0.5):
+    need_float(input, "hardshrink_cpu")
     return _C.hardshrink(input, lambd)
 
 
@@ -422,6 +555,9 @@ def threshold(input, threshold, value, inplace=False):
 
 def prelu(input, weight):
     """max(0, x) + weight · min(0, x), weight broadcast over the channel dim (dim 1)."""
+    if input.dtype != weight.dtype:
+        raise RuntimeError(f"prelu: Type promoting not supported. Got {dtype_title(input.dtype)} and {dtype_title(weight.dtype)}")
+    need_float(input, "prelu_cpu")
     if weight.numel() != 1 and (input.dim() < 1 or weight.numel() != (input.shape[1] if input.dim() >= 2 else input.shape[0])):
         raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found parameter numbers = {weight.numel()} and channel size = {input.shape[1] if input.dim() >= 2 else 1}.")
     w = weight
@@ -431,6 +567,9 @@ def prelu(input, weight):
 
 
 def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
+    if lower > upper:
+        raise RuntimeError("Lower bound should be less than or equal to the upper bound")
+    need_float(input, "rrelu_with_noise_out_cpu" if training else "leaky_relu_cpu")
     if training:
         a = _C.empty(*input.shape, dtype=input.dtype).uniform_(lower, upper)
         return _maybe_inplace(input, _C.where(input >= 0, input, input * a), inplace)
@@ -440,6 +579,7 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
 def glu(input, dim=-1):
     if input.dim() == 0:
         raise RuntimeError("glu does not support scalars because halving size must be even")
+    need_float(input, "glu_cpu")
     if input.shape[dim] % 2:
         raise RuntimeError(f"Halving dimension must be even, but dimension {dim % input.dim()} is size {input.shape[dim]}")
     a, b = input.chunk(2, dim)
@@ -475,6 +615,8 @@ def snake(input, alpha):
 
 # ---------------------------------------------------------------------------------------- dropout
 def _check_p(p):
+    if p != p:  # NaN: torch's native check
+        raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {p}")
     if p < 0.0 or p > 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
 
@@ -516,6 +658,8 @@ def alpha_dropout(input, p=0.5, training=False, inplace=False):
     _check_p(p)
     if not training or p == 0.0:
         return input
+    if p == 1.0:
+        return _maybe_inplace(input, input * 0.0, inplace)
     alpha = -_SELU_ALPHA * _SELU_SCALE
     keep = _C.empty(*input.shape, dtype=input.dtype).bernoulli_(1 - p)
     a = ((1 - p) * (1 + p * alpha**2)) ** -0.5
@@ -531,6 +675,11 @@ def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, sparse=False):
     if input.is_floating_point():
         raise RuntimeError("Expected tensor for argument #1 'indices' to have one of the following scalar types: Long, Int; but got a floating point tensor instead")
+    if padding_idx is not None:
+        if padding_idx > 0:
+            assert padding_idx < weight.size(0), "Padding_idx must be within num_embeddings"
+        elif padding_idx < 0:
+            assert padding_idx >= -weight.size(0), "Padding_idx must be within num_embeddings"
     if max_norm is not None:
         _embedding_renorm_(weight, input, max_norm, norm_type)
     flat = input.reshape(-1)
@@ -554,6 +703,8 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     if input.dim() == 2:
         if offsets is not None:
             raise ValueError("if input is 2D, then offsets has to be None")
+        if input.shape[1] == 0:
+            raise RuntimeError("step must be nonzero")
         bags = [input[i] for i in range(input.shape[0])]
         psw = [per_sample_weights[i] for i in range(input.shape[0])] if per_sample_weights is not None else None
     elif input.dim() == 1:
@@ -629,6 +780,8 @@ def channel_shuffle(input, groups):
 
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     """im2col: (N, C, H, W) → (N, C·kh·kw, L)."""
+    if not input.is_floating_point() and input.dtype != _C.bool:
+        raise not_implemented("im2col_out_cpu", input.dtype)
     if input.dim() not in (3, 4):
         raise RuntimeError(f"Input Error: Only 3D or 4D input Tensors are supported (got {input.dim()}D)")
     batched = input.dim() == 4
@@ -648,6 +801,8 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
 
 def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     """col2im: (N, C·kh·kw, L) → (N, C, H, W), overlapping patches summed."""
+    if not input.is_floating_point() and input.dtype != _C.bool:
+        raise not_implemented("col2im_out_cpu", input.dtype)
     if input.dim() not in (2, 3):
         raise RuntimeError(f"Input Error: Only unbatched (2D) or batched (3D) input Tensors are supported (got {input.dim()}D)")
     batched = input.dim() == 3
@@ -680,6 +835,16 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
 
 
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    from .. import promote_types
+
+    common = promote_types(x1.dtype, x2.dtype)
+    if not common.is_floating_point:
+        raise RuntimeError(f"expected common dtype to be floating point, yet common dtype is {dtype_title(common)}")
+    if tuple(x1.shape) != tuple(x2.shape):
+        from .._ops import broadcast_tensors
+
+        x1, x2 = broadcast_tensors(x1, x2)
+    x1, x2 = x1.to(common), x2.to(common)
     n1 = x1.norm(dim=dim).clamp_min(eps)
     n2 = x2.norm(dim=dim).clamp_min(eps)
     return (x1 * x2).sum(dim) / (n1 * n2)
@@ -713,8 +878,8 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     reduction = _legacy_reduction(size_average, reduce, reduction)
     if input.dim() < 1:
         raise ValueError(f"Expected 1 or more dimensions (got {input.dim()})")
-    if target.is_floating_point():
-        raise RuntimeError("expected scalar type Long but found Float")
+    if target.dtype not in (_C.int64, _C.uint8):
+        raise RuntimeError(f"expected target dtype to be Long or Byte, but got {dtype_title(target.dtype)}")
     cdim = 0 if input.dim() == 1 else 1
     if input.dim() > 1 and input.shape[0] != target.shape[0]:
         raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target batch_size ({target.shape[0]}).")
@@ -790,11 +955,16 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
 
 
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    if not delta > 0:
+        raise RuntimeError("huber_loss does not support non-positive values for delta.")
     d = (input - target).abs()
     return _reduce(_C.where(d < delta, 0.5 * d.square(), delta * (d - 0.5 * delta)), reduction)
 
 
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
+    if target.dtype != input.dtype:
+        raise RuntimeError(f"Found dtype {dtype_title(target.dtype)} but expected {dtype_title(input.dtype)}")
+    need_float(input, "binary_cross_entropy")
     if tuple(input.shape) != tuple(target.shape):
         raise ValueError(f"Using a target size ({target.shape}) that is different to the input size ({input.shape}) is deprecated. Please ensure they have the same size.")
     if (input < 0).any().item() or (input > 1).any().item():
@@ -897,9 +1067,16 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     c = input.shape[1]
     if training:
         dims = [0] + list(range(2, input.dim()))
-        count = input.numel() // c
+        count = input.shape[0] * math.prod(input.shape[2:])
         if count <= 1:
             raise ValueError(f"Expected more than 1 value per channel when training, got input size {list(input.shape)}")
+    if training and eps <= 0.0:
+        raise ValueError(f"batch_norm eps must be positive during training, but got {eps}")
+    if eps < 0.0:
+        raise ValueError(f"batch_norm eps must be non-negative, but got {eps}")
+    if training:
+        if (running_mean is None) != (running_var is None):
+            raise ValueError("running_mean and running_var must either both be None or neither be None")
         mean = input.mean(dims)
         var = input.var(dims, unbiased=False)
         if running_mean is not None and running_var is not None:
@@ -907,7 +1084,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
             running_var.mul_(1 - momentum).add_(var.to(running_var.dtype) * (momentum * count / (count - 1)))
     else:
         if running_mean is None or running_var is None:
-            raise RuntimeError("running_mean and running_var must be defined in evaluation mode")
+            raise RuntimeError(f"{'running_mean' if running_mean is None else 'running_var'} must be defined in evaluation mode")
         if running_mean.numel() != c:
             raise RuntimeError(f"running_mean should contain {c} elements not {running_mean.numel()}")
         mean, var = running_mean, running_var
@@ -938,6 +1115,15 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
 
 def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,
                   momentum=0.1, eps=1e-5):
+    if use_input_stats and (running_mean is None) != (running_var is None):
+        raise ValueError("running_mean and running_var must either both be None or neither be None")
+    if not use_input_stats and (running_mean is None or running_var is None):
+        raise RuntimeError("Expected running_mean and running_var to be defined when use_input_stats is false")
+    if use_input_stats and input.dim() >= 2 and math.prod(input.shape[2:]) == 1:
+        raise ValueError(f"Expected more than 1 spatial element when training, got input size {input.shape}")
+    need_float(input, "batch_norm")
+    if input.numel() == 0:
+        return input.clone()
     n, c = input.shape[0], input.shape[1]
     spatial = input.numel() // (n * c)
     if use_input_stats:
@@ -1016,8 +1202,23 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     """softmax(q kᵀ · scale + mask) v with torch's masks: bool (True = attend) or additive float,
     broadcast over the batch/head dims; `is_causal` aligns the triangle to the top left as torch
     does when L ≠ S; rows with every position masked come out as zeros, as torch's safe softmax."""
+    if is_causal and attn_mask is not None:
+        raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True")
+    if not (query.dtype == key.dtype == value.dtype):
+        raise RuntimeError(f"Expected query, key, and value to have the same dtype, but got query.dtype: "
+                           f"{dtype_cpp(query.dtype)} key.dtype: {dtype_cpp(key.dtype)} and value.dtype: "
+                           f"{dtype_cpp(value.dtype)} instead.")
+    if attn_mask is not None and attn_mask.dtype != _C.bool and not attn_mask.is_floating_point():
+        raise RuntimeError(f"Expected attn_mask dtype to be bool or float or to match query dtype, but got "
+                           f"attn_mask.dtype: {dtype_cpp(attn_mask.dtype)} and  query.dtype: {dtype_cpp(query.dtype)} instead.")
+    if query.dim() >= 2 and (math.prod(query.shape[:-1]) * value.shape[-1] == 0 or key.shape[-2] == 0):
+        # An empty result or no keys: torch returns zeros before looking at the rest.
+        return _C.zeros(*query.shape[:-1], value.shape[-1], dtype=query.dtype, device=query.device)
+    if attn_mask is not None and attn_mask.dim() < 2:
+        raise IndexError("Dimension specified as -2 but tensor has no dimensions" if attn_mask.dim() == 0 else
+                         "Dimension out of range (expected to be in range of [-1, 0], but got -2)")
     L, S = query.shape[-2], key.shape[-2]
-    scale_factor = 1 / math.sqrt(query.shape[-1]) if scale is None else scale
+    scale_factor = (1 / math.sqrt(query.shape[-1]) if query.shape[-1] else 1.0) if scale is None else scale
     if enable_gqa and query.dim() >= 3 and key.shape[-3] != query.shape[-3]:
         rep = query.shape[-3] // key.shape[-3]
         key = key.repeat_interleave(rep, dim=-3)
@@ -1130,6 +1331,15 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         raise ValueError("align_corners option can only be set with the interpolating modes: linear | bilinear | bicubic | trilinear")
     if (size is None) == (scale_factor is None):
         raise ValueError("only one of size or scale_factor should be defined")
+    if antialias and (mode not in ("bilinear", "bicubic") or input.dim() != 4):
+        raise ValueError("Anti-alias option is restricted to bilinear, bicubic, and lanczos modes and requires a 4-D "
+                         "tensor as input")
+    if antialias and input.dtype in (_C.float16, _C.bfloat16):
+        raise not_implemented("compute_index_ranges_weights", input.dtype)
+    if not input.is_floating_point() and mode != "area" and (
+            input.dtype != _C.uint8 or mode in ("linear", "trilinear")):
+        kernel = {"nearest": "nearest", "nearest-exact": "nearest", "bicubic": "cubic"}.get(mode, "linear")
+        raise not_implemented(f"compute_indices_weights_{kernel}", input.dtype)
     spatial = list(input.shape[2:])
     if size is not None:
         out = list(size) if isinstance(size, (list, tuple)) else [int(size)] * n
@@ -1145,11 +1355,17 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         out = [int(math.floor(s * f)) for s, f in zip(spatial, sf)]
         scales = [None if recompute_scale_factor else f for f in sf]
     out = [int(o) for o in out]
+    if mode == "area":  # adaptive pooling (its checks; empty outputs allowed)
+        if builtins.all(o >= 0 for o in out):
+            _C.reserve(list(input.shape[:2]) + out, input.dtype)
+        return (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d)[n - 1](input, out)
     if builtins.any(o <= 0 for o in out) or builtins.any(s <= 0 for s in spatial):
         names = "DHW"[3 - n:]
         show = lambda v: ", ".join(f"{c}: {x}" for c, x in zip(names, v))  # noqa: E731
-        raise RuntimeError(f"Input and output sizes should be greater than 0, but got input ({show(spatial)}) output ({show(out)})")
+        raise RuntimeError(f"Input and output sizes should be greater than 0, but got input ({show(spatial)}) and output ({show(out)})")
     _C.reserve(list(input.shape[:2]) + out, input.dtype)
+    if input.numel() == 0:  # nothing to resample: no taps to build for the (possibly huge) sizes
+        return _C.empty(*input.shape[:2], *out, dtype=input.dtype, device=input.device)
     if mode == "area":
         return (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d)[n - 1](input, out)
     ac = bool(align_corners)
@@ -1204,6 +1420,8 @@ def affine_grid(theta, size, align_corners=False):
     spatial = size[2:]
     if len(spatial) not in (2, 3) or tuple(theta.shape[1:]) != (len(spatial), len(spatial) + 1):
         raise ValueError(f"Expected a batch of {len(spatial)}D affine matrices of shape Nx{len(spatial)}x{len(spatial) + 1} for size {size}. Got {list(theta.shape)}.")
+    if not (align_corners and min(spatial) == 1) and min(size) <= 0:
+        raise ValueError(f"Expected non-zero, positive output size. Got {size}")
 
     def coords(n):
         if n <= 1:
@@ -1227,6 +1445,11 @@ def affine_grid(theta, size, align_corners=False):
 
 def _grid_coord(g, n, align_corners, padding_mode):
     x = (g + 1) / 2 * (n - 1) if align_corners else ((g + 1) * n - 1) / 2
+    return _pad_coord(x, n, align_corners, padding_mode)
+
+
+def _pad_coord(x, n, align_corners, padding_mode):
+    """torch's compute_coordinates: a pixel coordinate clipped (border) or reflected (reflection)."""
     if padding_mode == "border":
         x = x.clamp(0, n - 1)
     elif padding_mode == "reflection":
@@ -1244,19 +1467,44 @@ def _grid_coord(g, n, align_corners, padding_mode):
 
 
 def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
-    """2-D grid sampling (bilinear or nearest; zeros, border or reflection padding) as torch's."""
+    """2-D grid sampling (bilinear, nearest or bicubic; zeros, border or reflection padding) as torch's."""
     if input.dim() != 4:
         raise NotImplementedError("grid_sample: only 4-D inputs (N, C, H, W) are supported by candle_bind so far")
-    if mode not in ("bilinear", "nearest"):
-        raise NotImplementedError(f"grid_sample: mode {mode!r} is not supported by candle_bind yet")
+    if mode not in ("bilinear", "nearest", "bicubic"):
+        raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', 'nearest' or 'bicubic', but got: '{mode}'")
     if padding_mode not in ("zeros", "border", "reflection"):
         raise ValueError(f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', 'border', or 'reflection', but got: '{padding_mode}'")
     ac = bool(align_corners)
     N, C, H, W = input.shape
     Ho, Wo = grid.shape[1], grid.shape[2]
+    flat = input.reshape(N, C, H * W)
+    if mode == "bicubic":
+        # torch's bicubic: 4x4 taps around the unnormalised point, each tap's coordinate padded.
+        gx, gy = grid[..., 0].to(input.dtype), grid[..., 1].to(input.dtype)
+        x = (gx + 1) / 2 * (W - 1) if ac else ((gx + 1) * W - 1) / 2
+        y = (gy + 1) / 2 * (H - 1) if ac else ((gy + 1) * H - 1) / 2
+        x0, y0 = x.floor(), y.floor()
+        wxs = [w.unsqueeze(1) for w in _cubic_weights(x - x0)]
+        wys = [w.unsqueeze(1) for w in _cubic_weights(y - y0)]
+
+        def tap_padded(xi, yi):
+            xi, yi = _pad_coord(xi, W, ac, padding_mode), _pad_coord(yi, H, ac, padding_mode)
+            inside = (xi >= 0) & (xi <= W - 1) & (yi >= 0) & (yi <= H - 1)
+            idx = (yi.clamp(0, H - 1).floor() * W + xi.clamp(0, W - 1).floor()).long()
+            vals = flat.gather(2, idx.reshape(N, 1, Ho * Wo).expand(N, C, Ho * Wo)).reshape(N, C, Ho, Wo)
+            return vals * inside.unsqueeze(1).to(input.dtype)
+
+        out = None
+        for i in range(4):
+            row = None
+            for j in range(4):
+                term = tap_padded(x0 + (j - 1), y0 + (i - 1)) * wxs[j]
+                row = term if row is None else row + term
+            row = row * wys[i]
+            out = row if out is None else out + row
+        return out
     x = _grid_coord(grid[..., 0].to(input.dtype), W, ac, padding_mode)
     y = _grid_coord(grid[..., 1].to(input.dtype), H, ac, padding_mode)
-    flat = input.reshape(N, C, H * W)
 
     def tap(xi, yi):
         inside = (xi >= 0) & (xi <= W - 1) & (yi >= 0) & (yi <= H - 1)
