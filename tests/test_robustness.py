@@ -166,6 +166,14 @@ ACCEPTED = [
     "r = F.pad(m.arange(24.).reshape(2, 3, 4), (2, 3), mode='replicate')",
     "r = F.pad(m.arange(24.).reshape(2, 3, 4), (3, 2), mode='reflect')",
     "r = F.pad(m.arange(24.).reshape(2, 3, 4), (4, 1), mode='circular')",
+    "r = m.zeros(0, 4, 5, dtype=m.int32).narrow(1, 1, 2)",
+    "r = m.select(m.zeros(0, 4), 1, 1)",
+    "r = m.zeros(0, 4, 4).tensor_split(3, -2)",
+    "r = m.zeros(0, 4).transpose(-1, -2)[2, None]",
+    "r = m.zeros(1, 0, 1, 2, dtype=m.int16)[..., 1]",
+    "r = m.median(m.zeros(5, 2, 4, 0).transpose(-1, -2), 3)",
+    "r = m.chunk(m.zeros(5, 1, 0, 2).transpose(-1, -2), 3, -2)",
+    "r = F.pad(m.zeros(0, 4, dtype=m.bfloat16), (-2, 1))",
 ]
 
 

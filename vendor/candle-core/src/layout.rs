@@ -229,11 +229,11 @@ impl Layout {
         }
         let mut dims = dims.to_vec();
         dims[dim] = len;
-        Ok(Self {
-            shape: Shape::from(dims),
-            stride: self.stride.clone(),
-            start_offset: self.start_offset + self.stride[dim] * start,
-        })
+        // candle-bind's patch: a view with no elements keeps its base's offset. Moving it would
+        // point past the end of an empty storage (narrowing a (0, 4) tensor along dim 1), and
+        // kernels that slice the storage from the offset would panic although they read nothing.
+        let start_offset = if dims.contains(&0) { self.start_offset } else { self.start_offset + self.stride[dim] * start };
+        Ok(Self { shape: Shape::from(dims), stride: self.stride.clone(), start_offset })
     }
 
     pub fn transpose(&self, dim1: usize, dim2: usize) -> Result<Self> {
