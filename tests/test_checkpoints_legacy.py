@@ -128,8 +128,7 @@ def test_every_dtype_loads_as_the_zip_path_loads_it():
         assert ours[k].dtype == via_zip[k].dtype, k
         assert tuple(ours[k].shape) == tuple(v.shape), k
         np.testing.assert_array_equal(as_np(ours[k]), as_np(v), err_msg=k)
-    # int8/int16 have no candle_bind tensors of their own here: widened to int32, values kept.
-    assert ours["int8"].dtype == cb.int32 and ours["int16"].dtype == cb.int32
+    assert ours["int8"].dtype == cb.int8 and ours["int16"].dtype == cb.int16
     assert ours["float8_e4m3fn"].dtype == cb.float8_e4m3fn
     for name in ("float32", "float64", "float16", "bfloat16", "int64", "int32", "uint8", "bool"):
         assert ours[name].dtype == getattr(cb, name), name

@@ -33,7 +33,7 @@ UnpicklingError = pickle.UnpicklingError
 _STORAGES = {
     "FloatStorage": ("<f4", "float32"), "DoubleStorage": ("<f8", "float64"), "HalfStorage": ("<f2", "float16"),
     "BFloat16Storage": ("<u2", "bfloat16"), "LongStorage": ("<i8", "int64"), "IntStorage": ("<i4", "int32"),
-    "ShortStorage": ("<i2", "int32"), "CharStorage": ("i1", "int32"), "ByteStorage": ("u1", "uint8"),
+    "ShortStorage": ("<i2", "int16"), "CharStorage": ("i1", "int8"), "ByteStorage": ("u1", "uint8"),
     "BoolStorage": ("?", "bool"),
     # torch has no such class: float8 tensors are an UntypedStorage plus `torch.float8_e4m3fn`
     # (_rebuild_tensor_v3); the name is this module's handle for that pair.
@@ -42,8 +42,8 @@ _STORAGES = {
     "UntypedStorage": ("u1", None),
 }
 _DTYPE_STORAGE = {"float32": "FloatStorage", "float64": "DoubleStorage", "float16": "HalfStorage",
-                  "bfloat16": "BFloat16Storage", "int64": "LongStorage", "int32": "IntStorage", "uint8": "ByteStorage",
-                  "bool": "BoolStorage"}
+                  "bfloat16": "BFloat16Storage", "int64": "LongStorage", "int32": "IntStorage", "int16": "ShortStorage",
+                  "int8": "CharStorage", "uint8": "ByteStorage", "bool": "BoolStorage"}
 _TORCH_DTYPES = {"float32": "FloatStorage", "float": "FloatStorage", "float64": "DoubleStorage", "double": "DoubleStorage",
                  "float16": "HalfStorage", "half": "HalfStorage", "bfloat16": "BFloat16Storage", "int64": "LongStorage",
                  "long": "LongStorage", "int32": "IntStorage", "int": "IntStorage", "int16": "ShortStorage",
@@ -110,9 +110,6 @@ def _to_tensor(arr: np.ndarray, kind: str) -> Tensor:
     if kind == "BFloat16Storage":
         f32 = (arr.astype(np.uint32) << 16).view(np.float32)
         return _C.from_numpy(f32).to(_C.bfloat16)
-    if kind in ("ShortStorage", "CharStorage"):
-        # No int16/int8 dtypes here: widened to int32, values unchanged.
-        return _C.from_numpy(arr.astype(np.int32))
     t = _C.from_numpy(arr.copy(order="C"))
     return t if repr(t.dtype).endswith(dtype) else t.to(getattr(_C, dtype))
 
