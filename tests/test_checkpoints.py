@@ -317,3 +317,45 @@ def test_resnet18_checkpoint_all_122_entries(tmp_path):
     with torch.no_grad():
         ref = t(x)
     assert_same(ours(to_cb(x)), ref, atol=2e-3, rtol=1e-3)
+
+
+def _with_data_pkl(pkl: bytes) -> bytes:
+    """A real torch.save zip whose data.pkl is replaced by `pkl`."""
+    src = io.BytesIO()
+    torch.save({"w": torch.ones(2)}, src)
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(src.getvalue())) as zin, zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as zout:
+        for info in zin.infolist():
+            zout.writestr(info, pkl if info.filename.endswith("data.pkl") else zin.read(info))
+    return out.getvalue()
+
+
+HOSTILE_PICKLES = {
+    "binbytes8 length 2**40": b"\x80\x02\x8e" + struct.pack("<Q", 2 ** 40) + b"abc.",
+    "binunicode8 length 2**62": b"\x80\x04\x8d" + struct.pack("<Q", 2 ** 62) + b"abc.",
+    "binstring length 2**31-1": b"\x80\x02T" + struct.pack("<i", 2 ** 31 - 1) + b"abc.",
+    "long_binput index 2**31": b"\x80\x02}r" + struct.pack("<I", 2 ** 31) + b".",
+    "long_binget of nothing": b"\x80\x02}j" + struct.pack("<I", 2 ** 30) + b".",
+    "long4 length 2**31-1": b"\x80\x02\x8b" + struct.pack("<i", 2 ** 31 - 1) + b"\x01.",
+    "frame length 2**60": b"\x80\x04\x95" + struct.pack("<Q", 2 ** 60) + b"}.",
+    "decimal long of 10**6 digits": b"\x80\x02L" + b"9" * 10 ** 6 + b"L\n.",
+}
+
+
+@pytest.mark.parametrize("name", list(HOSTILE_PICKLES))
+def test_hostile_data_pkl_is_rejected_quickly_and_small(name):
+    """A data.pkl whose lengths or memo indices promise what is not there fails in the opcode check,
+    fast and without allocating what it claims (torch's weights_only loader rejects these too)."""
+    import resource
+    import time
+
+    data = _with_data_pkl(HOSTILE_PICKLES[name])
+    if name != "long_binput index 2**31":  # torch's pure-Python unpickler memoises in a dict; ours refuses
+        with pytest.raises(Exception):     # an index no pickler writes (the C unpickler would size a table by it)
+            torch.load(io.BytesIO(data), weights_only=True)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    t0 = time.perf_counter()
+    with pytest.raises(pickle.UnpicklingError):
+        cb.load(data)
+    assert time.perf_counter() - t0 < 2.0
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 200 * 1024  # KiB: no big buffer

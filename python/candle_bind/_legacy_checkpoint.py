@@ -11,14 +11,13 @@ both formats give the same objects and run no code from the file.
 from __future__ import annotations
 
 import io
-import pickletools
 import struct
 
 import numpy as np
 
-from .serialization import (_STORAGES, UnpicklingError, _rebuild_parameter, _rebuild_parameter_with_state,
-                            _rebuild_tensor, _rebuild_tensor_v2, _rebuild_tensor_v3, _Storage, _storage_kind,
-                            _Unpickler)
+from .serialization import (_STORAGES, UnpicklingError, _checked_pickle, _rebuild_parameter,
+                            _rebuild_parameter_with_state, _rebuild_tensor, _rebuild_tensor_v2, _rebuild_tensor_v3,
+                            _Storage, _storage_kind, _Unpickler)
 
 __all__ = ["load_legacy"]
 
@@ -93,20 +92,6 @@ class _LegacyUnpickler(_Unpickler):
 
 class _DictRecords(dict):
     read = dict.__getitem__
-
-
-def _checked_pickle(f, what: str) -> int:
-    """Walks one pickle's opcodes without running any, so that a length in the stream claiming more
-    bytes than remain fails here rather than sizing a buffer in the C unpickler. Returns its start."""
-    start = f.tell()
-    try:
-        for _ in pickletools.genops(f):
-            pass
-    except Exception as e:  # noqa: BLE001 - genops raises ValueError and others on damaged input
-        raise UnpicklingError(f"truncated or corrupt legacy checkpoint: the {what} pickle at byte {start} "
-                              f"is damaged ({e})") from None
-    f.seek(start)
-    return start
 
 
 def _load_header(f, what: str):

@@ -14,6 +14,7 @@ from __future__ import annotations
 import io
 import os
 import pickle
+import pickletools
 import struct
 import zipfile
 from collections import OrderedDict
@@ -296,13 +297,41 @@ def _is_zip(data: bytes) -> bool:
         return True  # let ZipFile report what is wrong
 
 
+_MEMO_PUTS = {"PUT", "BINPUT", "LONG_BINPUT"}
+_MEMO_GETS = {"GET", "BINGET", "LONG_BINGET"}
+
+
+def _checked_pickle(f, what: str) -> int:
+    """Walks one pickle's opcodes without running any, so that damage fails here, in pure Python,
+    rather than sizing memory in the C unpickler: a length claiming more bytes than remain (which
+    the C unpickler allocates before reading), a memo index beyond the entries stored so far (it
+    grows its memo table to the index), a digit string past Python's limit. Returns its start."""
+    start = f.tell()
+    stored = 0
+    try:
+        for op, arg, _ in pickletools.genops(f):
+            if op.name in _MEMO_PUTS or op.name == "MEMOIZE":
+                # Picklers number memo entries in order: an index past the count is not from one.
+                if op.name != "MEMOIZE" and not 0 <= arg <= stored:
+                    raise ValueError(f"memo index {arg} after {stored} entries")
+                stored += 1
+            elif op.name in _MEMO_GETS and not 0 <= arg < stored:
+                raise ValueError(f"memo index {arg} read with {stored} entries stored")
+    except Exception as e:  # noqa: BLE001 - genops raises ValueError and others on damaged input
+        raise UnpicklingError(f"truncated or corrupt checkpoint: the {what} pickle at byte {start} is damaged ({e})") from None
+    f.seek(start)
+    return start
+
+
 def _load_zip(data: bytes):
     zf = zipfile.ZipFile(io.BytesIO(data))
     pkl = [n for n in zf.namelist() if n.endswith("data.pkl")]
     if not pkl:
         raise UnpicklingError("not a torch checkpoint: the archive has no data.pkl record")
     prefix = pkl[0][: -len("data.pkl")]
-    return _Unpickler(io.BytesIO(zf.read(pkl[0])), _Records(zf), prefix).load()
+    f = io.BytesIO(zf.read(pkl[0]))
+    _checked_pickle(f, "data.pkl")
+    return _Unpickler(f, _Records(zf), prefix).load()
 
 
 def load(f, map_location=None, pickle_module=None, *, weights_only: bool = True, mmap=None, **pickle_load_args) -> Any:
