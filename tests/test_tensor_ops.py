@@ -167,6 +167,10 @@ def test_clamp(dtype):
     lo, hi = make((4,), dtype, seed=15), make((5, 1), dtype, seed=16) + 2
     assert_same(ca.clamp(to_cb(lo), to_cb(hi)), a.clamp(lo, hi))
     assert_same(cb.clamp(ca, min=-0.5), torch.clamp(a, min=-0.5))
+    # A 0-d tensor beside a number is a Scalar bound (DeBERTa: clamp(pos + span, 0, span * 2 - 1))
+    span = torch.tensor(1, dtype=a.dtype)
+    assert_same(cb.clamp(ca, 0, to_cb(span)), torch.clamp(a, 0, span))
+    assert_same(ca.clamp(to_cb(span) - 2, 1), a.clamp(span - 2, 1))
     with pytest.raises(RuntimeError, match="At least one"):
         ca.clamp()
 

@@ -277,9 +277,15 @@ def _wrap_checks() -> None:
     wrap("squeeze", squeeze_check)
 
     def clamp_types(name):
+        # A 0-d tensor also fills a Number slot (torch's Scalar overload), so only a bound with dims
+        # beside a Python number is the invalid mix.
         def check(self, min=None, max=None, *rest, **kw):  # noqa: A002 - torch's names
-            if (isinstance(min, Tensor) and max is not None and not isinstance(max, Tensor)) or (
-                    isinstance(max, Tensor) and min is not None and not isinstance(min, Tensor)):
+            def dims(v):
+                return isinstance(v, Tensor) and v.dim() > 0
+
+            def number(v):
+                return v is not None and not isinstance(v, Tensor)
+            if (dims(min) and number(max)) or (dims(max) and number(min)):
                 got = ", ".join(type(v).__name__ for v in (min, max))
                 raise TypeError(f"{name}() received an invalid combination of arguments - got ({got}), but expected "
                                 "one of:\n * (Tensor min = None, Tensor max = None)\n * (Number min = None, Number max = None)")
