@@ -1,0 +1,1 @@
+"""nn.functional's family modules; `candle_bind.nn.functional` re-exports them and is the public module."""
