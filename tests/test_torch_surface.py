@@ -298,3 +298,34 @@ def test_metadata_is_torchs_again_after_uninstall():
                          env={**os.environ})
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["True", "True"]
+
+
+PATCHING = '''
+import importlib, inspect
+import torch
+import torch.nn.functional as F
+import candle_bind.nn.functional as CF
+calls = []
+layer_norm = F.layer_norm
+F.layer_norm = lambda *a, **k: calls.append("ln") or layer_norm(*a, **k)
+torch.nn.LayerNorm(4)(torch.ones(2, 4))
+print(calls, CF.layer_norm is F.layer_norm)
+F.layer_norm = layer_norm
+sdpa = F.scaled_dot_product_attention
+del torch.nn.functional.scaled_dot_product_attention   # code that probes hasattr() takes its fallback
+print(hasattr(F, "scaled_dot_product_attention"), hasattr(CF, "scaled_dot_product_attention"))
+F.scaled_dot_product_attention = sdpa
+print(inspect.ismodule(F), importlib.util.find_spec("torch.nn.functional") is not None,
+      inspect.getsourcefile(F).endswith("functional.py"), inspect.getsource(F.gelu).startswith("def gelu"))
+'''
+
+
+def test_monkeypatching_shimmed_modules_reaches_candle_bind(tmp_path):
+    """setattr/delattr on torch.nn.functional under the shim is on candle_bind's module itself, so its
+    own layers see the patch, and the shimmed modules are real modules to inspect/importlib."""
+    script = tmp_path / "patching.py"
+    script.write_text(PATCHING)
+    out = subprocess.run([sys.executable, "-m", "candle_bind", "run", str(script)], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == ["['ln'] True", "False False", "True True True True"]
