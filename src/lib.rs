@@ -6,6 +6,7 @@ mod error;
 mod io;
 mod isa;
 mod memory;
+mod models;
 mod nn;
 mod pool;
 mod tensor;
@@ -110,6 +111,8 @@ mod candle_bind_c {
     };
     #[pymodule_export]
     use crate::io::gguf::{gguf_read, gguf_write, qmatmul, quantize, PyQTensor};
+    #[pymodule_export]
+    use crate::models::{PyGgufLlama, PySampler};
     #[pymodule_export]
     use crate::io::safetensors::{safe_open_bytes, safe_open_file, safetensors_serialize, PySafeOpen};
     #[pymodule_export]

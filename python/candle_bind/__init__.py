@@ -85,7 +85,7 @@ from ._runtime import (  # noqa: F401
 # Submodules load on first use, so `import candle_bind` stays fast (numpy, zipfile and the layer
 # classes are only imported by the code that needs them).
 _LAZY_MODULES = {
-    "nn", "gguf", "safetensors", "serialization", "compat", "utils", "testing",
+    "nn", "gguf", "models", "safetensors", "serialization", "compat", "utils", "testing",
     # torch's submodules, stood in for (one small module each)
     "accelerator", "amp", "autograd", "backends", "compiler", "cuda", "distributed", "distributions", "jit",
     "library", "mps", "multiprocessing", "ops", "optim", "random", "version", "xpu", "_dynamo", "__config__",

