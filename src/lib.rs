@@ -110,9 +110,9 @@ mod candle_bind_c {
         softshrink, softsign, tanhshrink, threshold,
     };
     #[pymodule_export]
-    use crate::io::gguf::{gguf_read, gguf_write, qmatmul, quantize, PyQTensor};
+    use crate::io::gguf::{gguf_metadata, gguf_read, gguf_write, qmatmul, quantize, PyQTensor};
     #[pymodule_export]
-    use crate::models::{PyGgufLlama, PySampler};
+    use crate::models::{PyBert, PyGgufLlama, PySampler};
     #[pymodule_export]
     use crate::io::safetensors::{safe_open_bytes, safe_open_file, safetensors_serialize, PySafeOpen};
     #[pymodule_export]

@@ -13,12 +13,17 @@ from typing import Any, Dict, Tuple
 from . import _C
 from ._C import QTensor, quantize
 
-__all__ = ["QTensor", "load", "quantize", "save"]
+__all__ = ["QTensor", "load", "metadata", "quantize", "save"]
 
 
 def load(path) -> Tuple[Dict[str, Any], Dict[str, QTensor]]:
     """(metadata, tensors) of a GGUF file; quantized tensors stay quantized."""
     return _C.gguf_read(os.fspath(path))
+
+
+def metadata(path) -> Dict[str, Any]:
+    """The metadata of a GGUF file without its tensors (the whole header is still checked)."""
+    return _C.gguf_metadata(os.fspath(path))
 
 
 def save(path, metadata: Dict[str, Any], tensors: Dict[str, Any]) -> None:

@@ -214,6 +214,15 @@ pub fn parse<'py>(py: Python<'py>, map: &[u8]) -> PyResult<(Bound<'py, PyDict>, 
     Ok((meta, spans))
 }
 
+/// A GGUF file's metadata alone (the header is checked whole, tensor data is not read).
+#[pyfunction]
+pub fn gguf_metadata<'py>(py: Python<'py>, path: std::path::PathBuf) -> PyResult<Bound<'py, PyDict>> {
+    let f = std::fs::File::open(&path)?;
+    // SAFETY: read-only map; the file must not be truncated while we read it.
+    let map = unsafe { memmap2::Mmap::map(&f)? };
+    Ok(parse(py, &map)?.0)
+}
+
 #[pyfunction]
 pub fn gguf_read<'py>(py: Python<'py>, path: std::path::PathBuf) -> PyResult<(Bound<'py, PyDict>, Bound<'py, PyDict>)> {
     let f = std::fs::File::open(&path)?;

@@ -4,14 +4,18 @@ beside `import candle_bind as torch` and the zero-edit shim.
     llm = candle_bind.models.from_gguf("SmolLM2-135M-Instruct.Q4_1.gguf")
     ids = llm.tokenizer.encode("The capital of France is")
     print(llm.tokenizer.decode(llm.generate(ids, max_new_tokens=20)))
+
+    bert = candle_bind.models.Bert.from_pretrained("all-MiniLM-L6-v2/")   # config.json + model.safetensors
+    hidden = bert(input_ids, attention_mask)                                  # (batch, seq, hidden)
 """
 
 from __future__ import annotations
 
+from .bert import Bert
 from .gguf_llm import GGUFCausalLM
 from .gguf_tokenizer import GGUFTokenizer
 
-__all__ = ["GGUFCausalLM", "GGUFTokenizer", "from_gguf"]
+__all__ = ["Bert", "GGUFCausalLM", "GGUFTokenizer", "from_gguf"]
 
 
 def from_gguf(path, device=None) -> GGUFCausalLM:

@@ -98,6 +98,81 @@ macro_rules! q4_1_q8_1_dot {
     }};
 }
 
+// candle-bind's patch: four Q4_1 weight rows against one Q8_1 activation row, each activation
+// block loaded and its scales converted once (the prefill matmul's inner step).
+macro_rules! q4_1_q8_1_dot4 {
+    ($xs:expr, $ys:expr, $sum_u8_i8:expr) => {{
+        let (xs, ys): ([&[BlockQ4_1]; 4], &[BlockQ8_1]) = ($xs, $ys);
+        let nb = ys.len().min(xs.iter().map(|x| x.len()).min().unwrap_or(0));
+        let low = _mm256_set1_epi8(0xF);
+        let mut acc = [_mm256_setzero_ps(); 4];
+        let mut scales = [_mm_setzero_ps(); 4];
+        for i in 0..nb {
+            let y = &ys[i];
+            let yds = _mm_cvtph_ps(_mm_cvtsi32_si128(std::ptr::read_unaligned(y as *const BlockQ8_1 as *const i32)));
+            let qy = _mm256_loadu_si256(y.qs.as_ptr() as *const __m256i);
+            for r in 0..4 {
+                let x = &xs[r][i];
+                let xdm = _mm_cvtph_ps(_mm_cvtsi32_si128(std::ptr::read_unaligned(x as *const BlockQ4_1 as *const i32)));
+                let p = _mm_mul_ps(xdm, yds);
+                scales[r] = _mm_add_ps(scales[r], p);
+                let nib = _mm_loadu_si128(x.qs.as_ptr() as *const __m128i);
+                let qx = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(nib, 4), nib), low);
+                acc[r] = _mm256_fmadd_ps(_mm256_broadcastss_ps(p), _mm256_cvtepi32_ps($sum_u8_i8(qx, qy)), acc[r]);
+            }
+        }
+        let out = |r: usize| hsum_float_8(acc[r]) + _mm_cvtss_f32(_mm_shuffle_ps::<1>(scales[r], scales[r]));
+        (out(0), out(1), out(2), out(3))
+    }};
+}
+
+/// # Safety
+/// The CPU must have AVX2, FMA and F16C.
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(crate) unsafe fn vec_dot4_q4_1_q8_1(xs: [&[BlockQ4_1]; 4], ys: &[BlockQ8_1]) -> (f32, f32, f32, f32) {
+    let ones = _mm256_set1_epi16(1);
+    unsafe { q4_1_q8_1_dot4!(xs, ys, |a, b| _mm256_madd_epi16(_mm256_maddubs_epi16(a, b), ones)) }
+}
+
+/// # Safety
+/// The CPU must have AVX2, FMA, F16C, AVX512-VL and AVX512-VNNI.
+#[target_feature(enable = "avx2,fma,f16c,avx512vl,avx512vnni")]
+pub(crate) unsafe fn vec_dot4_q4_1_q8_1_vnni(xs: [&[BlockQ4_1]; 4], ys: &[BlockQ8_1]) -> (f32, f32, f32, f32) {
+    unsafe { q4_1_q8_1_dot4!(xs, ys, |a, b| _mm256_dpbusd_epi32(_mm256_setzero_si256(), a, b)) }
+}
+
+/// candle-bind's patch: ggml's AVX2 quantize_row_q8_1: per 32 floats, d = max|x| / 127, q = x / d
+/// rounded to nearest (ties to even, as ggml's SIMD path), s = d * sum(q).
+///
+/// # Safety
+/// The CPU must have AVX2, FMA and F16C; `xs` holds 32 floats per block of `ys`.
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(crate) unsafe fn quantize_row_q8_1(xs: &[f32], ys: &mut [BlockQ8_1]) {
+    let sign = _mm256_set1_ps(-0.0);
+    let perm = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    for (y, x) in ys.iter_mut().zip(xs.chunks_exact(QK8_1)) {
+        let v: [__m256; 4] = std::array::from_fn(|j| unsafe { _mm256_loadu_ps(x.as_ptr().add(8 * j)) });
+        let m = _mm256_max_ps(_mm256_max_ps(_mm256_andnot_ps(sign, v[0]), _mm256_andnot_ps(sign, v[1])),
+                              _mm256_max_ps(_mm256_andnot_ps(sign, v[2]), _mm256_andnot_ps(sign, v[3])));
+        let m = _mm_max_ps(_mm256_extractf128_ps::<1>(m), _mm256_castps256_ps128(m));
+        let m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+        let amax = _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)));
+        let d = amax / 127.0;
+        let id = _mm256_set1_ps(if amax != 0.0 { 127.0 / amax } else { 0.0 });
+        let q: [__m256i; 4] = std::array::from_fn(|j| {
+            _mm256_cvtps_epi32(_mm256_round_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(_mm256_mul_ps(v[j], id)))
+        });
+        let sum = _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
+        let sum = _mm_add_epi32(_mm256_extracti128_si256::<1>(sum), _mm256_castsi256_si128(sum));
+        let sum = _mm_add_epi32(sum, _mm_shuffle_epi32::<0b01_00_11_10>(sum));
+        let sum = _mm_cvtsi128_si32(_mm_add_epi32(sum, _mm_shuffle_epi32::<0b10_11_00_01>(sum)));
+        let packed = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+        unsafe { _mm256_storeu_si256(y.qs.as_mut_ptr() as *mut __m256i, _mm256_permutevar8x32_epi32(packed, perm)) };
+        y.d = f16::from_f32(d);
+        y.s = f16::from_f32(sum as f32 * d);
+    }
+}
+
 /// # Safety
 /// The CPU must have AVX2, FMA and F16C.
 #[target_feature(enable = "avx2,fma,f16c")]
@@ -113,6 +188,26 @@ pub(crate) unsafe fn vec_dot_q4_1_q8_1(n: usize, xs: &[BlockQ4_1], ys: &[BlockQ8
 pub(crate) unsafe fn vec_dot_q4_1_q8_1_vnni(n: usize, xs: &[BlockQ4_1], ys: &[BlockQ8_1]) -> f32 {
     debug_assert!(n.is_multiple_of(QK8_1), "vec_dot_q4_1_q8_1: {n} is not divisible by {QK8_1}");
     unsafe { q4_1_q8_1_dot!(xs, ys, |a, b| _mm256_dpbusd_epi32(_mm256_setzero_si256(), a, b)) }
+}
+
+/// candle-bind's patch: Q8_0 x Q8_0 with one vpdpbusd per block (|x| unsigned times y with x's
+/// sign) and the two scales converted together by F16C.
+///
+/// # Safety
+/// The CPU must have AVX2, FMA, F16C, AVX512-VL and AVX512-VNNI.
+#[target_feature(enable = "avx2,fma,f16c,avx512vl,avx512vnni")]
+pub(crate) unsafe fn vec_dot_q8_0_q8_0_vnni(n: usize, xs: &[BlockQ8_0], ys: &[BlockQ8_0]) -> f32 {
+    debug_assert!(n.is_multiple_of(QK8_0), "vec_dot_q8_0_q8_0: {n} is not divisible by {QK8_0}");
+    let mut acc = [_mm256_setzero_ps(), _mm256_setzero_ps()];
+    for (i, (x, y)) in xs.iter().zip(ys.iter()).enumerate() {
+        let dd = _mm_cvtph_ps(_mm_cvtsi32_si128(x.d.to_bits() as i32 | (y.d.to_bits() as i32) << 16));
+        let d = _mm256_broadcastss_ps(_mm_mul_ss(dd, _mm_movehdup_ps(dd)));
+        let bx = unsafe { _mm256_loadu_si256(x.qs.as_ptr() as *const __m256i) };
+        let by = unsafe { _mm256_loadu_si256(y.qs.as_ptr() as *const __m256i) };
+        let q = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_sign_epi8(bx, bx), _mm256_sign_epi8(by, bx));
+        acc[i & 1] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(q), acc[i & 1]);
+    }
+    hsum_float_8(_mm256_add_ps(acc[0], acc[1]))
 }
 
 #[target_feature(enable = "avx2,fma")]

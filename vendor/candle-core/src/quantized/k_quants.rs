@@ -17,10 +17,10 @@ fn has_avx2_fma() -> bool {
     features.avx2 && features.fma
 }
 
-/// candle-bind's patch: the Q4_1 dot product's level, probed once: 2 AVX512-VNNI (+VL), 1 AVX2 + FMA +
+/// candle-bind's patch: the level of the Q4_1 and Q8_0 dot products, probed once: 2 AVX512-VNNI (+VL), 1 AVX2 + FMA +
 /// F16C, 0 scalar. CANDLE_BIND_ISA=avx2 caps it at 1 and =portable at 0, as candle-bind's own kernels.
 #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
-fn q4_1_kernel() -> u8 {
+fn quant_dot_level() -> u8 {
     static LEVEL: std::sync::OnceLock<u8> = std::sync::OnceLock::new();
     *LEVEL.get_or_init(|| {
         let cap = match std::env::var("CANDLE_BIND_ISA").map(|s| s.trim().to_ascii_lowercase()).as_deref() {
@@ -330,12 +330,32 @@ impl GgmlType for BlockQ4_1 {
     #[allow(unreachable_code)]
     fn vec_dot(n: usize, xs: &[Self], ys: &[Self::VecDotType]) -> f32 {
         #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
-        match q4_1_kernel() {
+        match quant_dot_level() {
             2 => return unsafe { super::avx::vec_dot_q4_1_q8_1_vnni(n, xs, ys) },
             1 => return unsafe { super::avx::vec_dot_q4_1_q8_1(n, xs, ys) },
             _ => {}
         }
         Self::vec_dot_unopt(n, xs, ys)
+    }
+
+    // candle-bind's patch: four weight rows per activation block load (the prefill matmul's step).
+    fn vec_dot_4(
+        n: usize,
+        xs0: &[Self],
+        xs1: &[Self],
+        xs2: &[Self],
+        xs3: &[Self],
+        ys: &[Self::VecDotType],
+    ) -> (f32, f32, f32, f32) {
+        #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+        match quant_dot_level() {
+            2 => return unsafe { super::avx::vec_dot4_q4_1_q8_1_vnni([xs0, xs1, xs2, xs3], ys) },
+            1 => return unsafe { super::avx::vec_dot4_q4_1_q8_1([xs0, xs1, xs2, xs3], ys) },
+            _ => {}
+        }
+        let (d0, d1) = Self::vec_dot_2(n, xs0, xs1, ys);
+        let (d2, d3) = Self::vec_dot_2(n, xs2, xs3, ys);
+        (d0, d1, d2, d3)
     }
 
     fn vec_dot_unopt(n: usize, xs: &[Self], ys: &[Self::VecDotType]) -> f32 {
@@ -713,6 +733,11 @@ impl GgmlType for BlockQ8_0 {
 
     #[allow(unreachable_code)]
     fn vec_dot(n: usize, xs: &[Self], ys: &[Self::VecDotType]) -> f32 {
+        // candle-bind's patch: AVX512-VNNI where the CPU has it.
+        #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+        if quant_dot_level() == 2 {
+            return unsafe { super::avx::vec_dot_q8_0_q8_0_vnni(n, xs, ys) };
+        }
         #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
         if has_avx2_fma() {
             return unsafe { super::avx::vec_dot_q8_0_q8_0(n, xs, ys) };
@@ -795,7 +820,11 @@ impl GgmlType for BlockQ8_1 {
     }
 
     fn from_float(xs: &[f32], ys: &mut [Self]) {
-        // quantize_row_q8_1
+        // quantize_row_q8_1; candle-bind's patch: ggml's AVX2 version where the CPU has it.
+        #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+        if quant_dot_level() >= 1 && xs.len() == ys.len() * Self::BLCK_SIZE {
+            return unsafe { super::avx::quantize_row_q8_1(xs, ys) };
+        }
         debug_assert_eq!(
             ys.len() * Self::BLCK_SIZE,
             xs.len(),

@@ -1,5 +1,5 @@
-//! Candle's own model implementations (candle-transformers) behind `candle_bind.models`: quantized
-//! GGUF LLMs with their KV cache, and the token sampler their generation loop uses.
+//! Native models behind `candle_bind.models`: quantized GGUF LLMs (`llama.rs`) with their KV cache,
+//! the token sampler their generation loop uses, and candle-transformers' BERT.
 //!
 //! The GGUF header is parsed and checked by our reader first (`io::gguf::parse`), so the metadata
 //! Candle's loader sizes things by (layer and expert counts, head and rope dims) is known sane and
@@ -11,7 +11,6 @@ use std::sync::Mutex;
 use candle_core::quantized::gguf_file;
 use candle_core::{DType as CDType, Device, Tensor};
 use candle_transformers::generation::{LogitsProcessor, Sampling};
-use candle_transformers::models::quantized_llama::{ModelWeights, MAX_SEQ_LEN};
 use pyo3::exceptions::{PyIndexError, PyNotImplementedError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -20,6 +19,9 @@ use crate::dtype::DType;
 use crate::error::{shape_err, value_err, IntoPyResult};
 use crate::io::gguf::{parse, TensorSpan};
 use crate::tensor::PyTensor;
+
+mod llama;
+use llama::{Config, Llama};
 
 /// Architectures whose GGUF layout `quantized_llama` reads (llama's tensor names and `llama.*` keys).
 const LLAMA_ARCHS: [&str; 1] = ["llama"];
@@ -31,10 +33,17 @@ fn meta_u64(meta: &Bound<'_, PyDict>, key: &str) -> PyResult<Option<u64>> {
     }
 }
 
-/// The hyper-parameters Candle's llama loader allocates by, checked against the tensors present.
-fn check_llama(meta: &Bound<'_, PyDict>, spans: &[TensorSpan]) -> PyResult<usize> {
+/// The hyper-parameters the loader allocates by, checked against the tensors present: the model's
+/// config, its layer count and its vocabulary size.
+fn check_llama(meta: &Bound<'_, PyDict>, spans: &[TensorSpan]) -> PyResult<(Config, usize, usize)> {
     let need = |key: &str| -> PyResult<u64> {
         meta_u64(meta, key)?.ok_or_else(|| value_err(format!("invalid GGUF model: metadata key {key} is missing")))
+    };
+    let float = |key: &str, default: f32| -> PyResult<f32> {
+        match meta.get_item(key)? {
+            None => Ok(default),
+            Some(v) => v.extract::<f32>().map_err(|_| value_err(format!("invalid GGUF model: {key} is not a number"))),
+        }
     };
     let bad = |msg: String| value_err(format!("invalid GGUF model: {msg}"));
     let (heads, kv_heads, blocks) = (need("llama.attention.head_count")?, need("llama.attention.head_count_kv")?, need("llama.block_count")?);
@@ -49,16 +58,28 @@ fn check_llama(meta: &Bound<'_, PyDict>, spans: &[TensorSpan]) -> PyResult<usize
     if blocks == 0 || blocks > spans.len() as u64 || experts > spans.len() as u64 {
         return Err(bad(format!("{blocks} blocks and {experts} experts for {} tensors", spans.len())));
     }
+    if experts > 1 {
+        return Err(PyNotImplementedError::new_err(format!("mixture-of-experts llama GGUF ({experts} experts) is not supported yet")));
+    }
     if let Some(a) = meta.get_item("general.alignment")? {
         if a.extract::<u32>().map_or(true, |a| a == 0) {
             return Err(bad("general.alignment must be a positive u32".into()));
         }
     }
-    let embd = spans.iter().find(|t| t.name == "token_embd.weight").ok_or_else(|| bad("no token_embd.weight tensor".into()))?;
-    match embd.dims[..] {
-        [vocab, e] if e as u64 == emb && vocab > 0 => Ok(vocab),
-        _ => Err(bad(format!("token_embd.weight has shape {:?}, expected (vocab, {emb})", embd.dims))),
+    let (eps, rope_base) = (float("llama.attention.layer_norm_rms_epsilon", 1e-5)?, float("llama.rope.freq_base", 10000.0)?);
+    if !(eps > 0.0 && eps < 1.0) || !(rope_base > 1.0 && rope_base.is_finite()) {
+        return Err(bad(format!("rms epsilon {eps} or rope base {rope_base} out of range")));
     }
+    // Rotary tables cover the trained context, up to 32k positions.
+    let max_pos = meta_u64(meta, "llama.context_length")?.unwrap_or(4096).clamp(1, 32768) as usize;
+    let embd = spans.iter().find(|t| t.name == "token_embd.weight").ok_or_else(|| bad("no token_embd.weight tensor".into()))?;
+    let vocab = match embd.dims[..] {
+        [vocab, e] if e as u64 == emb && vocab > 0 => vocab,
+        _ => return Err(bad(format!("token_embd.weight has shape {:?}, expected (vocab, {emb})", embd.dims))),
+    };
+    let (n_head, head_dim) = (heads as usize, (emb / heads) as usize);
+    let cfg = Config { n_head, n_kv_head: kv_heads as usize, head_dim, rope_dim: rope as usize, rope_base, eps, max_pos };
+    Ok((cfg, blocks as usize, vocab))
 }
 
 /// Runs Candle code that may panic on odd weights and turns a panic into a Python exception.
@@ -69,10 +90,10 @@ fn guarded<T>(what: &str, f: impl FnOnce() -> candle_core::Result<T>) -> PyResul
     }
 }
 
-/// A quantized llama-architecture GGUF model (Candle's `quantized_llama`) with its KV cache.
+/// A quantized llama-architecture GGUF model (`llama.rs`) with its KV cache.
 #[pyclass(name = "GgufLlama", module = "candle_bind")]
 pub struct PyGgufLlama {
-    model: Mutex<ModelWeights>,
+    model: Mutex<Llama>,
     metadata: Py<PyDict>,
     vocab_size: usize,
 }
@@ -80,27 +101,28 @@ pub struct PyGgufLlama {
 impl PyGgufLlama {
     /// Runs `f` on the model with the GIL released (another thread's step is waited for there). A
     /// panic mid-step leaves a cache the next start_pos=0 call overwrites, so a poisoned lock is usable.
-    fn with_model<T: Send>(&self, py: Python<'_>, f: impl FnOnce(&mut ModelWeights) -> T + Send) -> T {
+    fn with_model<T: Send>(&self, py: Python<'_>, f: impl FnOnce(&mut Llama) -> T + Send) -> T {
         py.detach(|| f(&mut self.model.lock().unwrap_or_else(|e| e.into_inner())))
     }
 
-    fn run(&self, py: Python<'_>, ids: Tensor, start_pos: usize) -> PyResult<PyTensor> {
-        let (batch, seq) = ids.dims2().py()?;
-        if batch != 1 {
-            // One KV cache per model, and Candle's quantized_llama reads one row's last position.
-            return Err(value_err(format!("GgufLlama: one sequence at a time (batch size 1), got a batch of {batch}")));
-        }
-        if seq == 0 {
+    /// Logits (vocab,) after feeding `tokens` at `start_pos`.
+    fn run(&self, py: Python<'_>, tokens: Vec<u32>, start_pos: usize) -> PyResult<PyTensor> {
+        if tokens.is_empty() {
             return Err(value_err("GgufLlama: input_ids has no tokens"));
         }
-        if start_pos + seq > MAX_SEQ_LEN {
-            return Err(value_err(format!(
-                "GgufLlama: positions up to {} asked, the rotary tables hold {MAX_SEQ_LEN}",
-                start_pos + seq
-            )));
-        }
-        let logits = self.with_model(py, |m| guarded("forward", || m.forward(&ids, start_pos)))?;
-        Ok(PyTensor::new(logits.to_dtype(CDType::F32).py()?, DType::F32))
+        self.check_ids(&tokens)?;
+        let logits = self.with_model(py, |m| {
+            if start_pos > m.cached() {
+                return Err(value_err(format!("GgufLlama: start_pos {start_pos} is past the {} positions in the cache",
+                                             m.cached())));
+            }
+            if start_pos + tokens.len() > m.max_positions() {
+                return Err(value_err(format!("GgufLlama: positions up to {} asked, the model holds {}",
+                                             start_pos + tokens.len(), m.max_positions())));
+            }
+            guarded("forward", || m.forward(&tokens, start_pos))
+        })?;
+        Ok(PyTensor::new(logits, DType::F32))
     }
 
     fn check_ids(&self, ids: &[u32]) -> PyResult<()> {
@@ -129,12 +151,15 @@ impl PyGgufLlama {
                 LLAMA_ARCHS.join(", ")
             )));
         }
-        let vocab_size = check_llama(&meta, &spans)?;
+        let (cfg, n_layers, vocab_size) = check_llama(&meta, &spans)?;
+        // Weights are read (not mapped) into their own buffers: a map would count the whole file in
+        // the process's memory on top of them until dropped.
+        drop(map);
         let model = py.detach(|| {
             guarded("loading the GGUF model", || {
-                let mut cursor = std::io::Cursor::new(&map[..]);
-                let content = gguf_file::Content::read(&mut cursor)?;
-                ModelWeights::from_gguf(content, &mut cursor, &Device::Cpu)
+                let mut file = std::io::BufReader::new(f);
+                let content = gguf_file::Content::read(&mut file)?;
+                Llama::load(&content, &mut file, cfg, n_layers)
             })
         })?;
         Ok(PyGgufLlama { model: Mutex::new(model), metadata: meta.unbind(), vocab_size })
@@ -157,31 +182,26 @@ impl PyGgufLlama {
         if input_ids.dtype.is_float() || input_ids.dtype == DType::Bool {
             return Err(value_err(format!("GgufLlama: input_ids must be integer token ids, got {}", input_ids.dtype.name())));
         }
-        let ids = match input_ids.dims().len() {
-            1 => input_ids.t.unsqueeze(0).py()?,
-            2 => input_ids.t.clone(),
-            n => return Err(shape_err(format!("GgufLlama: input_ids must be (seq,) or (batch, seq), got {n} dims"))),
+        let flat: Vec<i64> = match input_ids.dims() {
+            [_] | [1, _] => input_ids.t.flatten_all().py()?.to_dtype(CDType::I64).py()?.to_vec1().py()?,
+            [b, _] => return Err(value_err(format!("GgufLlama: one sequence at a time (batch size 1), got a batch of {b}"))),
+            d => return Err(shape_err(format!("GgufLlama: input_ids must be (seq,) or (1, seq), got shape {d:?}"))),
         };
-        let flat: Vec<i64> = ids.flatten_all().py()?.to_dtype(CDType::I64).py()?.to_vec1().py()?;
         if let Some(&i) = flat.iter().find(|&&i| i < 0 || i as u64 >= self.vocab_size as u64) {
             return Err(PyIndexError::new_err(format!("token id {i} is out of range for a vocabulary of {}", self.vocab_size)));
         }
-        let ids = ids.to_dtype(CDType::U32).py()?;
-        self.run(py, ids, start_pos)
+        let logits = self.run(py, flat.into_iter().map(|i| i as u32).collect(), start_pos)?;
+        Ok(PyTensor::new(logits.t.unsqueeze(0).py()?, DType::F32))
     }
 
     /// Logits (vocab,) after feeding `tokens` at `start_pos`: the generation loop's step.
     fn step(&self, py: Python<'_>, tokens: Vec<u32>, start_pos: usize) -> PyResult<PyTensor> {
-        self.check_ids(&tokens)?;
-        let n = tokens.len();
-        let ids = Tensor::from_vec(tokens, (1, n), &Device::Cpu).py()?;
-        let logits = self.run(py, ids, start_pos)?;
-        Ok(PyTensor::new(logits.t.squeeze(0).py()?, DType::F32))
+        self.run(py, tokens, start_pos)
     }
 
     /// Drops the KV cache.
     fn clear_kv_cache(&self, py: Python<'_>) {
-        self.with_model(py, |m| m.clear_kv_cache());
+        self.with_model(py, |m| m.clear());
     }
 }
 
@@ -235,5 +255,65 @@ impl PySampler {
             l = candle_transformers::utils::apply_repeat_penalty(&l, self.repetition_penalty, &context).py()?;
         }
         py.detach(|| guarded("sampling", || self.processor.lock().unwrap_or_else(|e| e.into_inner()).sample(&l)))
+    }
+}
+
+/// A full-precision BERT encoder (candle-transformers' `bert::BertModel`) from a Hugging Face
+/// config.json and safetensors weights: the whole forward runs in Rust with the GIL released.
+#[pyclass(name = "Bert", module = "candle_bind")]
+pub struct PyBert {
+    model: candle_transformers::models::bert::BertModel,
+    hidden_size: usize,
+}
+
+impl PyBert {
+    fn ids(t: &PyTensor, what: &str, shape: Option<&[usize]>) -> PyResult<Tensor> {
+        if t.dtype.is_float() || t.dtype == DType::Bool {
+            return Err(value_err(format!("Bert: {what} must be an integer tensor, got {}", t.dtype.name())));
+        }
+        if t.dims().len() != 2 || shape.is_some_and(|s| s != t.dims()) {
+            return Err(shape_err(format!("Bert: {what} must be (batch, seq){}, got {:?}",
+                shape.map_or(String::new(), |s| format!(" = {s:?}")), t.dims())));
+        }
+        t.t.to_dtype(CDType::I64).py()
+    }
+}
+
+#[pymethods]
+impl PyBert {
+    #[new]
+    fn new(py: Python<'_>, weights: std::path::PathBuf, config_json: &str) -> PyResult<Self> {
+        use candle_transformers::models::bert::{BertModel, Config};
+        let config: Config = serde_json::from_str(config_json).map_err(|e| value_err(format!("Bert: config.json: {e}")))?;
+        let hidden_size = config.hidden_size;
+        let model = py.detach(|| {
+            guarded("loading the BERT weights", || {
+                let tensors = candle_core::safetensors::load(&weights, &Device::Cpu)?;
+                let vb = candle_nn::VarBuilder::from_tensors(tensors, CDType::F32, &Device::Cpu);
+                BertModel::load(vb, &config)
+            })
+        })?;
+        Ok(PyBert { model, hidden_size })
+    }
+
+    #[getter]
+    fn hidden_size(&self) -> usize {
+        self.hidden_size
+    }
+
+    /// Last hidden state (batch, seq, hidden) for `input_ids` (batch, seq); the attention mask
+    /// (1 = token, 0 = padding) and token types default to all ones and all zeros.
+    #[pyo3(signature = (input_ids, attention_mask=None, token_type_ids=None))]
+    fn forward(&self, py: Python<'_>, input_ids: &PyTensor, attention_mask: Option<&PyTensor>,
+               token_type_ids: Option<&PyTensor>) -> PyResult<PyTensor> {
+        let ids = Self::ids(input_ids, "input_ids", None)?;
+        let dims = input_ids.dims().to_vec();
+        let types = match token_type_ids {
+            Some(t) => Self::ids(t, "token_type_ids", Some(&dims))?,
+            None => ids.zeros_like().py()?,
+        };
+        let mask = attention_mask.map(|m| Self::ids(m, "attention_mask", Some(&dims))).transpose()?;
+        let out = py.detach(|| guarded("Bert forward", || self.model.forward(&ids, &types, mask.as_ref())))?;
+        Ok(PyTensor::new(out, DType::F32))
     }
 }

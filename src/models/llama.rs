@@ -1,0 +1,234 @@
+//! A llama-architecture forward over GGUF weights, laid out for decoding a token at a time: Candle's
+//! quantized matmuls (`QMatMul`, the same kernels as `nn.QuantizedLinear`), rotary embeddings
+//! applied while k is written into a growable per-layer KV cache, and grouped-query attention that
+//! reads each key/value head straight from that cache (no copy of k/v per query head, no
+//! concatenation per step). Follows candle-transformers' `quantized_llama` (and llama.cpp) in what
+//! it computes: RMSNorm, interleaved RoPE, SwiGLU MLP, tied output when `output.weight` is absent.
+
+use candle_core::quantized::{gguf_file, QMatMul};
+use candle_core::{DType, Device, Module, Result, Tensor};
+
+use crate::pool::for_each;
+use crate::tensor::reduce::softmax_row_f32;
+
+pub struct Config {
+    pub n_head: usize,
+    pub n_kv_head: usize,
+    pub head_dim: usize,
+    pub rope_dim: usize,
+    pub rope_base: f32,
+    pub eps: f32,
+    pub max_pos: usize,
+}
+
+struct Layer {
+    wq: QMatMul,
+    wk: QMatMul,
+    wv: QMatMul,
+    wo: QMatMul,
+    gate: QMatMul,
+    up: QMatMul,
+    down: QMatMul,
+    attn_norm: Tensor,
+    ffn_norm: Tensor,
+    /// Keys and values after RoPE, laid out [kv head][position][head_dim], `cap` positions each.
+    k: Vec<f32>,
+    v: Vec<f32>,
+    cap: usize,
+}
+
+pub struct Llama {
+    cfg: Config,
+    embed: Tensor,
+    layers: Vec<Layer>,
+    norm: Tensor,
+    output: QMatMul,
+    /// cos/sin of position · θᵢ, [position][rope_dim / 2].
+    cos: Vec<f32>,
+    sin: Vec<f32>,
+    /// Positions held in the KV caches.
+    len: usize,
+}
+
+/// A raw pointer that worker threads write disjoint parts of.
+#[derive(Clone, Copy)]
+struct OutPtr(*mut f32);
+// SAFETY: every worker writes its own head's columns only.
+unsafe impl Send for OutPtr {}
+unsafe impl Sync for OutPtr {}
+
+impl Llama {
+    pub fn load<R: std::io::Read + std::io::Seek>(ct: &gguf_file::Content, r: &mut R, cfg: Config, n_layers: usize) -> Result<Self> {
+        let dev = Device::Cpu;
+        let q = |r: &mut R, name: &str| ct.tensor(r, name, &dev);
+        let mm = |r: &mut R, name: &str| -> Result<QMatMul> { QMatMul::from_qtensor(q(r, name)?) };
+        let vec = |r: &mut R, name: &str| -> Result<Tensor> { q(r, name)?.dequantize(&dev) };
+        let embed_q = q(r, "token_embd.weight")?;
+        // Rows are looked up, not multiplied: kept as f16 (half the f32 table), widened per token.
+        let embed = embed_q.dequantize_f16(&dev)?;
+        let output = if ct.tensor_infos.contains_key("output.weight") { mm(r, "output.weight")? } else { QMatMul::from_qtensor(embed_q)? };
+        let norm = vec(r, "output_norm.weight")?;
+        let mut layers = Vec::with_capacity(n_layers);
+        for i in 0..n_layers {
+            let p = |s: &str| format!("blk.{i}.{s}.weight");
+            layers.push(Layer {
+                wq: mm(r, &p("attn_q"))?,
+                wk: mm(r, &p("attn_k"))?,
+                wv: mm(r, &p("attn_v"))?,
+                wo: mm(r, &p("attn_output"))?,
+                gate: mm(r, &p("ffn_gate"))?,
+                up: mm(r, &p("ffn_up"))?,
+                down: mm(r, &p("ffn_down"))?,
+                attn_norm: vec(r, &p("attn_norm"))?,
+                ffn_norm: vec(r, &p("ffn_norm"))?,
+                k: Vec::new(),
+                v: Vec::new(),
+                cap: 0,
+            });
+        }
+        // θᵢ = base^(-2i / rope_dim), in f32 as Candle's and llama.cpp's tables.
+        let half = cfg.rope_dim / 2;
+        let theta: Vec<f32> = (0..half).map(|i| 1f32 / cfg.rope_base.powf((2 * i) as f32 / cfg.rope_dim as f32)).collect();
+        let (mut cos, mut sin) = (Vec::with_capacity(cfg.max_pos * half), Vec::with_capacity(cfg.max_pos * half));
+        for pos in 0..cfg.max_pos {
+            for &t in &theta {
+                let a = pos as f32 * t;
+                cos.push(a.cos());
+                sin.push(a.sin());
+            }
+        }
+        Ok(Llama { cfg, embed, layers, norm, output, cos, sin, len: 0 })
+    }
+
+    pub fn max_positions(&self) -> usize {
+        self.cfg.max_pos
+    }
+
+    /// Positions held in the KV caches.
+    pub fn cached(&self) -> usize {
+        self.len
+    }
+
+    pub fn clear(&mut self) {
+        self.len = 0;
+        for l in &mut self.layers {
+            (l.k, l.v, l.cap) = (Vec::new(), Vec::new(), 0);
+        }
+    }
+
+    /// Logits (vocab,) of the last of `tokens` placed at positions `start..`; the caches keep
+    /// `0..start` from earlier calls (`start` may rewind, never skip ahead).
+    pub fn forward(&mut self, tokens: &[u32], start: usize) -> Result<Tensor> {
+        let s = tokens.len();
+        if start > self.len {
+            candle_core::bail!("start_pos {start} is past the {} positions in the cache", self.len)
+        }
+        if s == 0 || start + s > self.cfg.max_pos {
+            candle_core::bail!("positions {start}..{} are outside 0..{}", start + s, self.cfg.max_pos)
+        }
+        let ids = Tensor::from_slice(tokens, s, &Device::Cpu)?;
+        let mut x = self.embed.index_select(&ids, 0)?.to_dtype(DType::F32)?;
+        let eps = self.cfg.eps;
+        for i in 0..self.layers.len() {
+            let h = candle_nn::ops::rms_norm(&x, &self.layers[i].attn_norm, eps)?;
+            let l = &self.layers[i];
+            let (q, k, v) = (l.wq.forward(&h)?, l.wk.forward(&h)?, l.wv.forward(&h)?);
+            let a = self.attend(i, &q, &k, &v, start)?;
+            let l = &self.layers[i];
+            x = (x + l.wo.forward(&a)?)?;
+            let h = candle_nn::ops::rms_norm(&x, &l.ffn_norm, eps)?;
+            let act = (candle_nn::ops::silu(&l.gate.forward(&h)?)? * l.up.forward(&h)?)?;
+            x = (x + l.down.forward(&act)?)?;
+        }
+        self.len = start + s;
+        let last = candle_nn::ops::rms_norm(&x.narrow(0, s - 1, 1)?, &self.norm, eps)?;
+        self.output.forward(&last)?.squeeze(0)
+    }
+
+    /// Rotates pairs (2i, 2i+1) of each head's first rope_dim values by position · θᵢ.
+    fn rope(&self, x: &mut [f32], heads: usize, start: usize) {
+        let (d, half) = (self.cfg.head_dim, self.cfg.rope_dim / 2);
+        for (row, xs) in x.chunks_exact_mut(heads * d).enumerate() {
+            let (c, s) = (&self.cos[(start + row) * half..][..half], &self.sin[(start + row) * half..][..half]);
+            for head in xs.chunks_exact_mut(d) {
+                for i in 0..half {
+                    let (a, b) = (head[2 * i], head[2 * i + 1]);
+                    head[2 * i] = a * c[i] - b * s[i];
+                    head[2 * i + 1] = a * s[i] + b * c[i];
+                }
+            }
+        }
+    }
+
+    /// Causal attention of q (s, heads·d) over the cached keys/values 0..start+s after appending k, v
+    /// (s, kv_heads·d); the result (s, heads·d) is laid out for the output projection.
+    fn attend(&mut self, layer: usize, q: &Tensor, k: &Tensor, v: &Tensor, start: usize) -> Result<Tensor> {
+        let Config { n_head, n_kv_head: n_kv, head_dim: d, .. } = self.cfg;
+        let s = q.dim(0)?;
+        let mut qv = q.flatten_all()?.to_vec1::<f32>()?;
+        let mut kv = k.flatten_all()?.to_vec1::<f32>()?;
+        let vv = v.flatten_all()?.to_vec1::<f32>()?;
+        self.rope(&mut qv, n_head, start);
+        self.rope(&mut kv, n_kv, start);
+        let total = start + s;
+        let l = &mut self.layers[layer];
+        if total > l.cap {
+            // Grow by doubling (up to the rotary table's length), keeping the positions before `start`.
+            let cap = total.next_power_of_two().max(256).min(self.cfg.max_pos).max(total);
+            let (mut nk, mut nv) = (vec![0f32; n_kv * cap * d], vec![0f32; n_kv * cap * d]);
+            if l.cap > 0 {
+                for g in 0..n_kv {
+                    nk[g * cap * d..][..start * d].copy_from_slice(&l.k[g * l.cap * d..][..start * d]);
+                    nv[g * cap * d..][..start * d].copy_from_slice(&l.v[g * l.cap * d..][..start * d]);
+                }
+            }
+            (l.k, l.v, l.cap) = (nk, nv, cap);
+        }
+        let cap = l.cap;
+        for i in 0..s {
+            for g in 0..n_kv {
+                let at = (g * cap + start + i) * d;
+                l.k[at..at + d].copy_from_slice(&kv[(i * n_kv + g) * d..][..d]);
+                l.v[at..at + d].copy_from_slice(&vv[(i * n_kv + g) * d..][..d]);
+            }
+        }
+        let (kc, vc) = (&l.k, &l.v);
+        let mut out = crate::tensor::kernels::uninit_vec::<f32>(s * n_head * d);
+        let op = OutPtr(out.as_mut_ptr());
+        let scale = 1.0 / (d as f32).sqrt();
+        let group = n_head / n_kv;
+        let qv = &qv;
+        let work = move |h: usize| {
+            let op = op;
+            let g = h / group;
+            let (kh, vh) = (&kc[g * cap * d..][..total * d], &vc[g * cap * d..][..total * d]);
+            let mut scores = crate::tensor::kernels::uninit_vec::<f32>(s * total);
+            let mut probs = crate::tensor::kernels::uninit_vec::<f32>(s * total);
+            // SAFETY: q rows of head h are (s, d) at row stride heads·d; keys (d, total) read as kᵀ;
+            // `scores` holds s·total.
+            unsafe {
+                gemm::gemm(s, total, d, scores.as_mut_ptr(), 1, total as isize, false, qv[h * d..].as_ptr(), 1,
+                           (n_head * d) as isize, kh.as_ptr(), d as isize, 1, 0.0, scale, false, false, false,
+                           gemm::Parallelism::None);
+            }
+            for (i, (row, p)) in scores.chunks_exact_mut(total).zip(probs.chunks_exact_mut(total)).enumerate() {
+                row[start + i + 1..].fill(f32::NEG_INFINITY); // query start+i sees keys 0..=start+i
+                softmax_row_f32(&*row, p, false);
+            }
+            // SAFETY: head h writes its own d columns of each output row (row stride heads·d).
+            unsafe {
+                gemm::gemm(s, d, total, op.0.add(h * d), 1, (n_head * d) as isize, false, probs.as_ptr(), 1,
+                           total as isize, vh.as_ptr(), 1, d as isize, 0.0, 1.0, false, false, false,
+                           gemm::Parallelism::None);
+            }
+        };
+        // Decoding one token is a few hundred kFLOP: waking the pool costs more than it saves (and
+        // competes with the quantized matmuls' own spinning workers on few cores).
+        if s * total * d * n_head < 1 << 20 {
+            (0..n_head).for_each(work);
+        } else {
+            for_each(n_head, &work);
+        }
+        Tensor::from_vec(out, (s, n_head * d), &Device::Cpu)
+    }
+}
