@@ -155,8 +155,9 @@ def test_generate_stream_stop_and_sampling(llm):
         llm.generate([], max_new_tokens=2)
 
 
-def _tiny_llama(path, **meta_over):
-    """A 2-block llama GGUF with random f32 weights (vocab 32, width 64)."""
+def _tiny_llama(path, quantize=(), **meta_over):
+    """A 2-block llama GGUF with random f32 weights (vocab 32, width 64); tensors whose names end
+    with one of `quantize` are stored as Q8_0."""
     cb.manual_seed(0)
     d, ff, vocab, blocks = 64, 96, 32, 2
     meta = {"general.architecture": "llama", "llama.block_count": blocks, "llama.embedding_length": d,
@@ -173,6 +174,7 @@ def _tiny_llama(path, **meta_over):
                   p + "attn_v.weight": cb.randn(d // 2, d) * 0.1, p + "attn_output.weight": cb.randn(d, d) * 0.1,
                   p + "ffn_gate.weight": cb.randn(ff, d) * 0.1, p + "ffn_up.weight": cb.randn(ff, d) * 0.1,
                   p + "ffn_down.weight": cb.randn(d, ff) * 0.1})
+    t = {k: gguf.quantize(v, "Q8_0") if k.endswith(tuple(quantize)) and quantize else v for k, v in t.items()}
     gguf.save(path, meta, t)
     return path
 
@@ -182,6 +184,12 @@ def test_tiny_model_and_hostile_metadata(tmp_path):
     assert llm(cb.tensor([[1, 2, 3]])).shape == (1, 32)
     with pytest.raises(NotImplementedError, match="tokenizer"):
         llm.tokenizer
+    # Mixed quantizations (value rows Q8_0 beside f32 q/k, as Q4_K_M files mix them), a quantized
+    # embedding table: the same model up to 8-bit rounding.
+    ref = llm(cb.tensor([[1, 2, 3]])).numpy()
+    for q in (("attn_v.weight",), ("token_embd.weight", "ffn_up.weight")):
+        mixed = cb.models.from_gguf(_tiny_llama(tmp_path / "mixed.gguf", quantize=q))
+        np.testing.assert_allclose(mixed(cb.tensor([[1, 2, 3]])).numpy(), ref, atol=0.05)
     bad = {"heads 0": {"llama.attention.head_count": 0}, "kv heads 3": {"llama.attention.head_count_kv": 3},
            "blocks 2**31": {"llama.block_count": 2 ** 31}, "rope 1000": {"llama.rope.dimension_count": 1000},
            "width": {"llama.embedding_length": 2 ** 30}, "no heads": {"llama.attention.head_count": None},

@@ -8,6 +8,8 @@
 use candle_core::quantized::{gguf_file, QMatMul};
 use candle_core::{DType, Device, Module, Result, Tensor};
 
+use candle_core::quantized::QTensor;
+
 use crate::pool::for_each;
 use crate::tensor::reduce::softmax_row_f32;
 
@@ -22,12 +24,11 @@ pub struct Config {
 }
 
 struct Layer {
-    wq: QMatMul,
-    wk: QMatMul,
-    wv: QMatMul,
+    /// q, k and v (or gate and up) stacked into one matrix: one parallel matmul instead of three,
+    /// the activation quantized once.
+    qkv: Stacked,
     wo: QMatMul,
-    gate: QMatMul,
-    up: QMatMul,
+    gate_up: Stacked,
     down: QMatMul,
     attn_norm: Tensor,
     ffn_norm: Tensor,
@@ -39,7 +40,7 @@ struct Layer {
 
 pub struct Llama {
     cfg: Config,
-    embed: Tensor,
+    embed: Embedding,
     layers: Vec<Layer>,
     norm: Tensor,
     output: QMatMul,
@@ -64,20 +65,22 @@ impl Llama {
         let mm = |r: &mut R, name: &str| -> Result<QMatMul> { QMatMul::from_qtensor(q(r, name)?) };
         let vec = |r: &mut R, name: &str| -> Result<Tensor> { q(r, name)?.dequantize(&dev) };
         let embed_q = q(r, "token_embd.weight")?;
-        // Rows are looked up, not multiplied: kept as f16 (half the f32 table), widened per token.
-        let embed = embed_q.dequantize_f16(&dev)?;
+        // Rows are looked up, not multiplied: kept in the file's quantization, dequantized per token.
+        let embed = Embedding::new(&embed_q)?;
         let output = if ct.tensor_infos.contains_key("output.weight") { mm(r, "output.weight")? } else { QMatMul::from_qtensor(embed_q)? };
         let norm = vec(r, "output_norm.weight")?;
         let mut layers = Vec::with_capacity(n_layers);
         for i in 0..n_layers {
             let p = |s: &str| format!("blk.{i}.{s}.weight");
+            let qkv = [q(r, &p("attn_q"))?, q(r, &p("attn_k"))?, q(r, &p("attn_v"))?];
+            let (nq, nkv) = (qkv[0].shape().dims()[0], qkv[1].shape().dims()[0]);
+            if nq != cfg.n_head * cfg.head_dim || nkv != cfg.n_kv_head * cfg.head_dim || qkv[2].shape().dims()[0] != nkv {
+                candle_core::bail!("blk.{i}: attention weights of {nq}/{nkv} rows for {} heads of {}", cfg.n_head, cfg.head_dim)
+            }
             layers.push(Layer {
-                wq: mm(r, &p("attn_q"))?,
-                wk: mm(r, &p("attn_k"))?,
-                wv: mm(r, &p("attn_v"))?,
+                qkv: Stacked::new(qkv)?,
                 wo: mm(r, &p("attn_output"))?,
-                gate: mm(r, &p("ffn_gate"))?,
-                up: mm(r, &p("ffn_up"))?,
+                gate_up: Stacked::new([q(r, &p("ffn_gate"))?, q(r, &p("ffn_up"))?])?,
                 down: mm(r, &p("ffn_down"))?,
                 attn_norm: vec(r, &p("attn_norm"))?,
                 ffn_norm: vec(r, &p("ffn_norm"))?,
@@ -126,18 +129,18 @@ impl Llama {
         if s == 0 || start + s > self.cfg.max_pos {
             candle_core::bail!("positions {start}..{} are outside 0..{}", start + s, self.cfg.max_pos)
         }
-        let ids = Tensor::from_slice(tokens, s, &Device::Cpu)?;
-        let mut x = self.embed.index_select(&ids, 0)?.to_dtype(DType::F32)?;
+        let mut x = self.embed.rows(tokens)?;
         let eps = self.cfg.eps;
         for i in 0..self.layers.len() {
             let h = candle_nn::ops::rms_norm(&x, &self.layers[i].attn_norm, eps)?;
-            let l = &self.layers[i];
-            let (q, k, v) = (l.wq.forward(&h)?, l.wk.forward(&h)?, l.wv.forward(&h)?);
-            let a = self.attend(i, &q, &k, &v, start)?;
+            let qkv = self.layers[i].qkv.forward(&h)?;
+            let a = self.attend(i, &qkv, start)?;
             let l = &self.layers[i];
             x = (x + l.wo.forward(&a)?)?;
             let h = candle_nn::ops::rms_norm(&x, &l.ffn_norm, eps)?;
-            let act = (candle_nn::ops::silu(&l.gate.forward(&h)?)? * l.up.forward(&h)?)?;
+            let gu = l.gate_up.forward(&h)?;
+            let ff = gu.dim(1)? / 2;
+            let act = (candle_nn::ops::silu(&gu.narrow(1, 0, ff)?)? * gu.narrow(1, ff, ff)?)?;
             x = (x + l.down.forward(&act)?)?;
         }
         self.len = start + s;
@@ -160,14 +163,19 @@ impl Llama {
         }
     }
 
-    /// Causal attention of q (s, heads·d) over the cached keys/values 0..start+s after appending k, v
-    /// (s, kv_heads·d); the result (s, heads·d) is laid out for the output projection.
-    fn attend(&mut self, layer: usize, q: &Tensor, k: &Tensor, v: &Tensor, start: usize) -> Result<Tensor> {
+    /// Causal attention of q over the cached keys/values 0..start+s after appending k and v, from
+    /// `qkv` (s, (heads + 2·kv_heads)·d); the result (s, heads·d) is laid out for the output projection.
+    fn attend(&mut self, layer: usize, qkv: &Tensor, start: usize) -> Result<Tensor> {
         let Config { n_head, n_kv_head: n_kv, head_dim: d, .. } = self.cfg;
-        let s = q.dim(0)?;
-        let mut qv = q.flatten_all()?.to_vec1::<f32>()?;
-        let mut kv = k.flatten_all()?.to_vec1::<f32>()?;
-        let vv = v.flatten_all()?.to_vec1::<f32>()?;
+        let s = qkv.dim(0)?;
+        let all = qkv.flatten_all()?.to_vec1::<f32>()?;
+        let (nq, nk) = (n_head * d, n_kv * d);
+        let (mut qv, mut kv, mut vv) = (Vec::with_capacity(s * nq), Vec::with_capacity(s * nk), Vec::with_capacity(s * nk));
+        for row in all.chunks_exact(nq + 2 * nk) {
+            qv.extend_from_slice(&row[..nq]);
+            kv.extend_from_slice(&row[nq..nq + nk]);
+            vv.extend_from_slice(&row[nq + nk..]);
+        }
         self.rope(&mut qv, n_head, start);
         self.rope(&mut kv, n_kv, start);
         let total = start + s;
@@ -230,5 +238,86 @@ impl Llama {
             for_each(n_head, &work);
         }
         Tensor::from_vec(out, (s, n_head * d), &Device::Cpu)
+    }
+}
+
+/// Projections of one input whose outputs are used side by side: one matrix when the weights share
+/// a dtype (rows are whole blocks, so the bytes simply follow each other), else one matmul each and
+/// the outputs concatenated (files mixing quantizations, e.g. Q4_K_M's Q6_K value rows).
+enum Stacked {
+    One(QMatMul),
+    Each(Vec<QMatMul>),
+}
+
+impl Stacked {
+    fn new<const N: usize>(ts: [QTensor; N]) -> Result<Self> {
+        let cols = ts[0].shape().dims2()?.1;
+        for t in &ts {
+            if t.shape().dims2()?.1 != cols {
+                candle_core::bail!("projections of one input with {cols} and {:?} columns", t.shape())
+            }
+        }
+        if ts.iter().all(|t| t.dtype() == ts[0].dtype()) {
+            return Ok(Stacked::One(QMatMul::from_qtensor(stack_rows(&ts)?)?));
+        }
+        Ok(Stacked::Each(ts.into_iter().map(QMatMul::from_qtensor).collect::<Result<_>>()?))
+    }
+
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        match self {
+            Stacked::One(m) => m.forward(x),
+            Stacked::Each(ms) => Tensor::cat(&ms.iter().map(|m| m.forward(x)).collect::<Result<Vec<_>>>()?, 1),
+        }
+    }
+}
+
+fn stack_rows(ts: &[QTensor]) -> Result<QTensor> {
+    let (dtype, cols) = (ts[0].dtype(), ts[0].shape().dims2()?.1);
+    let mut rows = 0;
+    let mut bytes = Vec::new();
+    for t in ts {
+        rows += t.shape().dims2()?.0;
+        bytes.extend_from_slice(&t.data()?);
+    }
+    qtensor(dtype, &bytes, vec![rows, cols])
+}
+
+/// A QTensor of GGML blocks; Candle reads them with aligned loads, so it gets an 8-byte aligned copy.
+fn qtensor(dtype: candle_core::quantized::GgmlDType, bytes: &[u8], dims: Vec<usize>) -> Result<QTensor> {
+    let mut aligned = vec![0u64; bytes.len().div_ceil(8)];
+    // SAFETY: `aligned` has at least bytes.len() bytes.
+    unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), aligned.as_mut_ptr() as *mut u8, bytes.len()) };
+    // SAFETY: the u64 buffer's first bytes.len() bytes.
+    let view = unsafe { std::slice::from_raw_parts(aligned.as_ptr() as *const u8, bytes.len()) };
+    candle_core::quantized::ggml_file::qtensor_from_ggml(dtype, view, dims, &Device::Cpu)
+}
+
+/// The token embedding table in its GGUF quantization (Q8_0 is half the size of f16), rows
+/// dequantized as they are looked up.
+struct Embedding {
+    dtype: candle_core::quantized::GgmlDType,
+    bytes: Vec<u8>,
+    row_bytes: usize,
+    cols: usize,
+}
+
+impl Embedding {
+    fn new(t: &QTensor) -> Result<Self> {
+        let (rows, cols) = t.shape().dims2()?;
+        let dtype = t.dtype();
+        let bytes = t.data()?.into_owned();
+        if rows == 0 || cols % dtype.block_size() != 0 || bytes.len() % rows != 0 {
+            candle_core::bail!("token_embd.weight {:?} is not whole {dtype:?} rows", t.shape())
+        }
+        Ok(Embedding { dtype, row_bytes: bytes.len() / rows, bytes, cols })
+    }
+
+    /// Rows `ids` as f32 (ids.len(), cols); ids are checked by the caller.
+    fn rows(&self, ids: &[u32]) -> Result<Tensor> {
+        let mut picked = Vec::with_capacity(ids.len() * self.row_bytes);
+        for &i in ids {
+            picked.extend_from_slice(&self.bytes[i as usize * self.row_bytes..][..self.row_bytes]);
+        }
+        qtensor(self.dtype, &picked, vec![ids.len(), self.cols])?.dequantize(&Device::Cpu)?.to_dtype(DType::F32)
     }
 }
