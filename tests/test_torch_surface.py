@@ -251,10 +251,18 @@ mods = ["torch.distributed", "torch.compiler", "torch._dynamo", "torch._dynamo._
         "torch.autograd", "torch.autograd.graph", "torch.distributions", "torch.distributions.constraints",
         "torch.library", "torch.ops", "torch.cuda", "torch.backends.cuda", "torch.backends.cudnn", "torch.jit",
         "torch.amp", "torch.version", "torch.optim", "torch.optim.lr_scheduler", "torch.multiprocessing",
-        "torch.nn.parallel", "torch.utils.data.distributed", "torch.random", "torch.xpu", "torch.mps"]
+        "torch.nn.parallel", "torch.utils.data.distributed", "torch.random", "torch.xpu", "torch.mps",
+        # what accelerate's import chain touches
+        "torch.utils.hooks", "torch.profiler", "torch.distributed.tensor", "torch._dynamo.eval_frame"]
 for name in mods:
     m = importlib.import_module(name)
     assert importlib.util.find_spec(name) is not None, name
+handle = torch.nn.Linear(1, 1).register_forward_hook(lambda *a: None)
+assert isinstance(handle, torch.utils.hooks.RemovableHandle)
+assert not isinstance(torch.nn.Linear(1, 1), torch._dynamo.eval_frame.OptimizedModule)
+with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+    with torch.profiler.record_function("step"):
+        prof.step()
 assert importlib.util.find_spec("torch") is not None
 print(torch.distributed.is_available(), torch.compiler.is_compiling(), torch.jit.is_tracing(), torch.jit.is_scripting())
 print(importlib.metadata.version("torch") == torch.__version__, torch.__version__ >= "2.6", torch.version.cuda)

@@ -88,7 +88,8 @@ _LAZY_MODULES = {
     "nn", "gguf", "models", "safetensors", "serialization", "compat", "utils", "testing",
     # torch's submodules, stood in for (one small module each)
     "accelerator", "amp", "autograd", "backends", "compiler", "cuda", "distributed", "distributions", "jit",
-    "library", "mps", "multiprocessing", "ops", "optim", "random", "version", "xpu", "_dynamo", "__config__",
+    "library", "mps", "multiprocessing", "ops", "optim", "profiler", "random", "version", "xpu", "_dynamo",
+    "__config__",
 }
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import types
 
 from ..compiler import allow_in_graph, assume_constant_result, disable, is_compiling, reset  # noqa: F401
+from . import eval_frame  # noqa: F401  (torch._dynamo.eval_frame.OptimizedModule, read as an attribute)
 
 __all__ = ["allow_in_graph", "assume_constant_result", "disable", "is_compiling", "reset", "mark_static_address",
            "mark_dynamic", "mark_static", "maybe_mark_dynamic", "graph_break", "config", "exc", "optimize"]
