@@ -201,6 +201,19 @@ def test_model_built_on_meta_gets_its_buffers_back(runs, bert_dir):
     assert got["built_on"] == ["meta"] and got["position_ids_is_arange"] and got["devices"] == ["cpu"]
 
 
+# --- accelerate: transformers' device_map / low_cpu_mem_usage paths and accelerate's big-model API ---
+
+@pytest.mark.parametrize("name", ["imported", "device_map", "empty_weights", "hooks", "accelerator"])
+def test_accelerate(runs, bert_dir, name):
+    """With accelerate installed transformers imports it, so under the shim accelerate's import chain
+    (torch.utils.hooks, torch.profiler, torch.distributed.tensor, ...) has to resolve."""
+    pytest.importorskip("accelerate")
+    want, got = runs.section(name, "accelerate_load.py", bert_dir)
+    compare(want, got)
+    if name == "empty_weights":
+        assert got["built_on"] == ["meta"] and got["loaded_on"] == ["cpu"]
+
+
 # --- what candle_bind cannot serve names the missing torch API ---------------------------------------
 
 UNSERVABLE = {
