@@ -38,6 +38,7 @@ HUGE = [
     "m.logspace(float('inf'), 3, 10**12, dtype=m.uint8)",
     "m.bincount(m.tensor([1, 2]), minlength=10**12)",
     "m.zeros((2**21,) * 3)",
+    "m.multinomial(m.ones(5), 10**12, replacement=True)",
     "m.nn.functional.pad(m.ones(3, 3, 1).expand(3, 3, 2), (2**62, -1), mode='replicate')",
 ]
 

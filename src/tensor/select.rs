@@ -663,8 +663,11 @@ impl PyTensor {
         if !replacement && num_samples > n {
             return Err(runtime_err("cannot sample n_sample > prob_dist.size(-1) samples without replacement"));
         }
+        let dims: Vec<usize> = if self.rank() == 1 { vec![num_samples] } else { vec![self.dims()[0], num_samples] };
+        // The sample count is the user's: check the output's size before reserving it.
+        crate::memory::ensure_bytes(crate::memory::bytes_of(&dims, 8)?)?;
         let p = super::cpu_vec::<f64>(&self.t.to_dtype(candle_core::DType::F64).py()?)?;
-        let mut out = Vec::with_capacity(p.len() / n.max(1) * num_samples);
+        let mut out = Vec::with_capacity(dims.iter().product());
         for row in p.chunks(n.max(1)) {
             if row.iter().any(|&x| !x.is_finite() || x < 0.0) {
                 return Err(runtime_err("probability tensor contains either `inf`, `nan` or element < 0"));
@@ -699,7 +702,6 @@ impl PyTensor {
                 }
             });
         }
-        let dims: Vec<usize> = if self.rank() == 1 { vec![num_samples] } else { vec![self.dims()[0], num_samples] };
         i64_tensor(out, &dims)
     }
 
