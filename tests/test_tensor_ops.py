@@ -175,6 +175,16 @@ def test_clamp(dtype):
         ca.clamp()
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+def test_relu_keeps_nan_and_negative_zero(dtype):
+    a = torch.tensor([float("nan"), -float("inf"), float("inf"), -0.0, 0.0, -2.0, 3.0] * 3, dtype=getattr(torch, dtype))
+    for x in (a, a[::2]):
+        got = torch.tensor(to_cb(x).relu().float().tolist())
+        want = x.relu().float()
+        assert torch.equal(got.isnan(), want.isnan()) and torch.equal(got.nan_to_num(), want.nan_to_num())
+        assert torch.equal(got.signbit(), want.signbit())
+
+
 def test_clamp_keeps_nan():
     a = torch.tensor([float("nan"), 1.0, -5.0])
     assert_same(to_cb(a).clamp(-1, 1), a.clamp(-1, 1))

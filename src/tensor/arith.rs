@@ -492,7 +492,8 @@ float_methods! {
     sigmoid: sigmoid_f32, |x: f64| 1.0 / (1.0 + (-x).exp()), |t: &Tensor| candle_nn::ops::sigmoid(t);
     erf: erf_f32, erf_f64, |t: &Tensor| t.erf();
     reciprocal: |x: f32| 1.0 / x, |x: f64| 1.0 / x, |t: &Tensor| t.recip();
-    relu_float: |x: f32| if x > 0.0 { x } else { 0.0 }, |x: f64| if x > 0.0 { x } else { 0.0 }, |t: &Tensor| t.relu();
+    // `x < 0 ? 0 : x`: NaN and -0.0 pass through, as torch's relu (and the in-place AVX path) keep them.
+    relu_float: |x: f32| if x < 0.0 { 0.0 } else { x }, |x: f64| if x < 0.0 { 0.0 } else { x }, |t: &Tensor| t.relu();
 }
 
 #[pymethods]
