@@ -306,6 +306,11 @@ def test_losses(reduction):
     assert_same(F.kl_div(to_cb(a.log_softmax(-1)), to_cb(q), reduction=reduction), tf.kl_div(a.log_softmax(-1), q, reduction=reduction), atol=1e-5)
     assert_same(nn.KLDivLoss(reduction="batchmean")(to_cb(a.log_softmax(-1)), to_cb(q)),
                 torch.nn.KLDivLoss(reduction="batchmean")(a.log_softmax(-1), q), atol=1e-5)
+    # Zero targets add nothing, negative ones give NaN (torch's xlogy(t, t) - t * input).
+    t = torch.tensor([[0.0, 0.5, -0.1], [0.2, 0.0, 0.8], [0.1, 0.1, 0.1], [0.0, 0.0, 1.0]])
+    got = F.kl_div(to_cb(a.log_softmax(-1)), to_cb(t), reduction="none")
+    want = tf.kl_div(a.log_softmax(-1), t, reduction="none")
+    assert torch.allclose(torch.tensor(got.tolist()), want, equal_nan=True, atol=1e-6)
 
 
 def test_noncontiguous_layer_inputs():

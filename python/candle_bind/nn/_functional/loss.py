@@ -149,7 +149,8 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     if log_target:
         loss = target.exp() * (target - input)
     else:
-        loss = _C.where(target > 0, target * (target.clamp_min(1e-45).log() - input), _C.zeros_like(target * input))
+        # torch's xlogy(t, t) - t·input: 0 where t == 0, NaN where t < 0.
+        loss = target.xlogy(target) - target * input
     reduction = _legacy_reduction(size_average, reduce, reduction)
     if reduction == "batchmean":
         return loss.sum() / input.shape[0] if input.dim() else loss.sum()
