@@ -26,7 +26,6 @@ import io
 import json
 import os
 import random
-import select
 import struct
 import subprocess
 import sys
@@ -538,19 +537,10 @@ def file_worker(workdir: str, formats, seed: int, start: int, end: int) -> None:
 # File mode (parent)
 # ---------------------------------------------------------------------------------------------
 
-def _rss_gb(pid):
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 2 ** 20
-    except OSError:
-        pass
-    return 0.0
-
-
 def run_range(workdir, formats, seed, start, end, timeout, mem_gb, on_result, on_crash):
     """Runs inputs [start, end) in a worker, restarting it after each input that kills it."""
+    import fuzz_api as fz
+
     i = start
     while i < end:
         errf = tempfile.TemporaryFile()
@@ -558,48 +548,39 @@ def run_range(workdir, formats, seed, start, end, timeout, mem_gb, on_result, on
         proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--file-worker", workdir,
                                  ",".join(formats), str(seed), str(i), str(end)],
                                 stdout=subprocess.PIPE, stderr=errf, env=env)
-        fd = proc.stdout.fileno()
-        buf, cur, t_last, ready, reason = b"", None, time.time(), False, None
-        while True:
-            rl, _, _ = select.select([fd], [], [], 0.2)
-            if rl:
-                ch = os.read(fd, 1 << 16)
-                if not ch:
-                    break
-                buf += ch
-                while b"\n" in buf:
-                    line, buf = buf.split(b"\n", 1)
-                    s = line.decode("utf-8", "replace")
-                    if s == "READY":
-                        ready, t_last = True, time.time()
-                    elif s.startswith("S "):
-                        cur, t_last = int(s[2:]), time.time()
-                    elif s.startswith("R "):
-                        _, idx, st = s.split(" ", 2)
-                        on_result(int(idx), st)
-                        i = int(idx) + 1
-                        cur = None
-            if time.time() - t_last > (timeout if ready else 120):
-                reason = f"hang (> {timeout} s)"
-            elif _rss_gb(proc.pid) > mem_gb:
-                reason = f"memory (> {mem_gb} GB)"
-            if reason:
-                proc.kill()
-                break
+        # the input being loaded, when the worker last spoke, whether it is up, the next input to run
+        state = {"cur": None, "t_last": time.time(), "ready": False, "next": i}
+
+        def on_line(s):
+            if s == "READY":
+                state.update(ready=True, t_last=time.time())
+            elif s.startswith("S "):
+                state.update(cur=int(s[2:]), t_last=time.time())
+            elif s.startswith("R "):
+                _, idx, st = s.split(" ", 2)
+                on_result(int(idx), st)
+                state.update(next=int(idx) + 1, cur=None)
+
+        def check():
+            if time.time() - state["t_last"] > (timeout if state["ready"] else 120):
+                return f"hang (> {timeout} s)"
+            if fz._rss_gb(proc.pid) > mem_gb:
+                return f"memory (> {mem_gb} GB)"
+            return None
+
+        reason = fz.watch_worker(proc, on_line, check)
         rc = proc.wait()
+        i, cur = state["next"], state["cur"]
         if reason is None and rc == 0:
             return
         if cur is None:
-            if not ready:
-                errf.seek(0)
-                raise RuntimeError("worker failed to start:\n" + errf.read().decode(errors="replace")[-2000:])
+            if not state["ready"]:
+                raise RuntimeError("worker failed to start:\n" + fz._tail(errf, 2000))
             if i >= end:  # died at exit
                 on_crash(end - 1, f"exit {rc} after the last input", "")
                 return
             cur = i
-        errf.seek(0)
-        tail = errf.read().decode("utf-8", "replace")[-1500:]
-        on_crash(cur, reason or (f"signal {-rc}" if rc < 0 else f"exit {rc}"), tail)
+        on_crash(cur, reason or fz._sig_name(rc), fz._tail(errf))
         i = cur + 1
 
 

@@ -1626,6 +1626,27 @@ def _rss_gb(pid: int) -> float:
     return 0.0
 
 
+def watch_worker(proc, on_line, check) -> Optional[str]:
+    """Feeds each line a worker prints to `on_line` as it comes; between lines (every 0.2 s at most)
+    `check()` may name a reason to stop it (a hang, too much memory), and then the worker is killed
+    and the reason returned. None when the worker closes its output."""
+    fd, buf = proc.stdout.fileno(), b""
+    while True:
+        rl, _, _ = select.select([fd], [], [], 0.2)
+        if rl:
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                return None
+            buf += chunk
+            while b"\n" in buf:
+                line, buf = buf.split(b"\n", 1)
+                on_line(line.decode("utf-8", "replace"))
+        reason = check()
+        if reason:
+            proc.kill()
+            return reason
+
+
 def _sig_name(rc: int) -> str:
     if rc < 0:
         try:
@@ -1656,47 +1677,35 @@ def run_child(modname: str, calls: List[Call], call_timeout: float = 20.0, mem_l
     except BrokenPipeError:
         pass
     results: Dict[int, dict] = {}
-    buf = b""
-    current = None  # position of the call started and not finished
-    started_at = time.time()
-    ready = False
-    fd = proc.stdout.fileno()
-    dead = None
     pos_of = {c.id: i for i, c in enumerate(calls)}
-    done = False
-    while True:
-        rl, _, _ = select.select([fd], [], [], 0.2)
-        if rl:
-            chunk = os.read(fd, 1 << 16)
-            if not chunk:
-                break
-            buf += chunk
-            while b"\n" in buf:
-                line, buf = buf.split(b"\n", 1)
-                s = line.decode("utf-8", "replace")
-                if s == "READY":
-                    ready = True
-                    started_at = time.time()
-                elif s.startswith("S "):
-                    current = pos_of[int(s[2:])]
-                    started_at = time.time()
-                elif s.startswith("R "):
-                    results[calls[current].id] = json.loads(s[2:])
-                    current = None
-                elif s == "DONE":
-                    done = True
-        now = time.time()
-        limit = call_timeout if ready else 60.0
-        reason = None
-        if now - started_at > limit:
-            reason = f"hang (> {limit:.0f} s)"
-        elif _rss_gb(proc.pid) > mem_limit_gb:
-            reason = f"memory (> {mem_limit_gb} GB RSS)"
-        if reason:
-            proc.kill()
-            proc.wait()
-            dead = (current, reason, _tail(errf))
-            return results, dead
+    # position of the call started and not finished, when it started, whether the worker is up, DONE seen
+    state = {"current": None, "started_at": time.time(), "ready": False, "done": False}
+
+    def on_line(s):
+        if s == "READY":
+            state.update(ready=True, started_at=time.time())
+        elif s.startswith("S "):
+            state.update(current=pos_of[int(s[2:])], started_at=time.time())
+        elif s.startswith("R "):
+            results[calls[state["current"]].id] = json.loads(s[2:])
+            state["current"] = None
+        elif s == "DONE":
+            state["done"] = True
+
+    def check():
+        limit = call_timeout if state["ready"] else 60.0
+        if time.time() - state["started_at"] > limit:
+            return f"hang (> {limit:.0f} s)"
+        if _rss_gb(proc.pid) > mem_limit_gb:
+            return f"memory (> {mem_limit_gb} GB RSS)"
+        return None
+
+    reason = watch_worker(proc, on_line, check)
+    current, ready, done = state["current"], state["ready"], state["done"]
+    dead = None
+    if reason:
+        proc.wait()
+        return results, (current, reason, _tail(errf))
     rc = proc.wait()
     if rc != 0 or not done:
         pos = current

@@ -238,13 +238,18 @@ pub fn gguf_read<'py>(py: Python<'py>, path: std::path::PathBuf) -> PyResult<(Bo
 }
 
 fn gguf_qtensor(dt: GgmlDType, raw: &[u8], dims: Vec<usize>) -> PyResult<QTensor> {
+    qtensor_from_bytes(dt, raw, dims).py()
+}
+
+/// A CPU QTensor of GGML blocks `raw` (whole blocks for `dims`, checked by Candle).
+pub fn qtensor_from_bytes(dt: GgmlDType, raw: &[u8], dims: Vec<usize>) -> candle_core::Result<QTensor> {
     // Candle reads the blocks with aligned loads: copy into an 8-byte aligned buffer first.
     let mut buf = vec![0u64; raw.len().div_ceil(8)];
     // SAFETY: buf has at least raw.len() bytes.
     unsafe { std::ptr::copy_nonoverlapping(raw.as_ptr(), buf.as_mut_ptr() as *mut u8, raw.len()) };
     // SAFETY: viewing the u64 buffer's first raw.len() bytes as bytes.
     let bytes = unsafe { std::slice::from_raw_parts(buf.as_ptr() as *const u8, raw.len()) };
-    candle_core::quantized::ggml_file::qtensor_from_ggml(dt, bytes, dims, &Device::Cpu).py()
+    candle_core::quantized::ggml_file::qtensor_from_ggml(dt, bytes, dims, &Device::Cpu)
 }
 
 /// Quantizes a float tensor to a GGML dtype (rows must be whole blocks along the last dim).

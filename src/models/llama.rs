@@ -10,6 +10,7 @@ use candle_core::{DType, Device, Module, Result, Tensor};
 
 use candle_core::quantized::QTensor;
 
+use crate::io::gguf::qtensor_from_bytes;
 use crate::pool::for_each;
 use crate::tensor::reduce::softmax_row_f32;
 
@@ -279,17 +280,7 @@ fn stack_rows(ts: &[QTensor]) -> Result<QTensor> {
         rows += t.shape().dims2()?.0;
         bytes.extend_from_slice(&t.data()?);
     }
-    qtensor(dtype, &bytes, vec![rows, cols])
-}
-
-/// A QTensor of GGML blocks; Candle reads them with aligned loads, so it gets an 8-byte aligned copy.
-fn qtensor(dtype: candle_core::quantized::GgmlDType, bytes: &[u8], dims: Vec<usize>) -> Result<QTensor> {
-    let mut aligned = vec![0u64; bytes.len().div_ceil(8)];
-    // SAFETY: `aligned` has at least bytes.len() bytes.
-    unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), aligned.as_mut_ptr() as *mut u8, bytes.len()) };
-    // SAFETY: the u64 buffer's first bytes.len() bytes.
-    let view = unsafe { std::slice::from_raw_parts(aligned.as_ptr() as *const u8, bytes.len()) };
-    candle_core::quantized::ggml_file::qtensor_from_ggml(dtype, view, dims, &Device::Cpu)
+    qtensor_from_bytes(dtype, &bytes, vec![rows, cols])
 }
 
 /// The token embedding table in its GGUF quantization (Q8_0 is half the size of f16), rows
@@ -318,6 +309,6 @@ impl Embedding {
         for &i in ids {
             picked.extend_from_slice(&self.bytes[i as usize * self.row_bytes..][..self.row_bytes]);
         }
-        qtensor(self.dtype, &picked, vec![ids.len(), self.cols])?.dequantize(&Device::Cpu)?.to_dtype(DType::F32)
+        qtensor_from_bytes(self.dtype, &picked, vec![ids.len(), self.cols])?.dequantize(&Device::Cpu)?.to_dtype(DType::F32)
     }
 }

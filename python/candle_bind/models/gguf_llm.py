@@ -58,12 +58,10 @@ class GGUFCausalLM:
             raise ValueError("generate: the prompt has no tokens")
         if max_new_tokens < 0:
             raise ValueError(f"max_new_tokens must be >= 0, got {max_new_tokens}")
-        stop_ids, stop_texts = set(), []
-        for s in ([] if stop is None else list(stop)):
-            (stop_texts.append if isinstance(s, str) else stop_ids.add)(s if isinstance(s, str) else int(s))
         eos = self.metadata.get("tokenizer.ggml.eos_token_id")
-        if stop is None and eos is not None:
-            stop_ids.add(int(eos))
+        stop = ([] if eos is None else [eos]) if stop is None else list(stop)
+        stop_texts = [s for s in stop if isinstance(s, str)]
+        stop_ids = {int(s) for s in stop if not isinstance(s, str)}
         sampler = _C.Sampler(float(temperature), top_k, top_p, float(repetition_penalty), seed)
         penalise = repetition_penalty != 1.0
         context = list(prompt)
