@@ -109,15 +109,7 @@ impl PyDevice {
                 "this operation needs data, which meta tensors do not have (materialize with to_empty())",
             )),
             Kind::Cpu => Ok(Device::Cpu),
-            Kind::Cuda => {
-                if !candle_core::utils::cuda_is_available() {
-                    return Err(DeviceError::new_err(
-                        "CUDA is not available: this build of candle_bind was compiled without the `cuda` \
-                         feature or no CUDA device is present",
-                    ));
-                }
-                Device::new_cuda(self.index.unwrap_or(0)).map_err(to_pyerr)
-            }
+            Kind::Cuda => cuda_device(self.index.unwrap_or(0)),
         }
     }
 
@@ -246,15 +238,200 @@ pub fn opt_device(ob: Option<&Bound<'_, PyAny>>) -> PyResult<Device> {
     }
 }
 
+// ---- CUDA ----
+
+/// The CUDA device of `ordinal`, made once per process. Candle gives each `Device::new_cuda` its own
+/// identity (tensors made through two of them count as different devices); torch has one device per
+/// GPU. It runs on one stream of its own, as torch's default stream: every op is ordered after the
+/// ones before it, so Candle's per-buffer event tracking is switched off (it costs every launch).
+#[cfg(feature = "cuda")]
+pub fn cuda_device(ordinal: usize) -> PyResult<Device> {
+    static DEVICES: std::sync::Mutex<Vec<Option<Device>>> = std::sync::Mutex::new(Vec::new());
+    let count = cuda_device_count();
+    if count == 0 {
+        return Err(DeviceError::new_err(
+            "CUDA is not available: no CUDA driver or device was found (torch.cuda.is_available() is False)",
+        ));
+    }
+    if ordinal >= count {
+        return Err(DeviceError::new_err(format!(
+            "CUDA error: invalid device ordinal {ordinal} (this machine has {count} CUDA device{})",
+            if count == 1 { "" } else { "s" }
+        )));
+    }
+    let mut devices = DEVICES.lock().unwrap_or_else(|e| e.into_inner());
+    if devices.len() <= ordinal {
+        devices.resize(ordinal + 1, None);
+    }
+    if let Some(d) = &devices[ordinal] {
+        return Ok(d.clone());
+    }
+    let dev = quietly(|| Device::new_cuda_with_stream(ordinal))
+        .ok_or_else(|| DeviceError::new_err("CUDA driver libraries could not be loaded"))?
+        .map_err(to_pyerr)?;
+    if let Device::Cuda(c) = &dev {
+        // SAFETY: one stream serves every tensor of this device (see above), before any exists.
+        unsafe { c.disable_event_tracking() };
+    }
+    devices[ordinal] = Some(dev.clone());
+    Ok(dev)
+}
+
+#[cfg(not(feature = "cuda"))]
+pub fn cuda_device(_ordinal: usize) -> PyResult<Device> {
+    Err(DeviceError::new_err(
+        "Torch not compiled with CUDA enabled: this build of candle_bind has no `cuda` feature \
+         (build it with scripts/build_cuda.sh)",
+    ))
+}
+
+/// Runs `f`, turning a panic into None without printing it: cudarc panics when it cannot load the
+/// driver library (no GPU machine), which for us only means "no CUDA".
+#[cfg(feature = "cuda")]
+fn quietly<R>(f: impl FnOnce() -> R) -> Option<R> {
+    static HOOK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _g = HOOK.lock().unwrap_or_else(|e| e.into_inner());
+    let prev = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).ok();
+    std::panic::set_hook(prev);
+    r
+}
+
+/// Number of CUDA devices the driver reports (0 without the `cuda` feature, a driver or a GPU).
 #[pyfunction]
-pub fn cuda_is_available() -> bool {
-    candle_core::utils::cuda_is_available()
+pub fn cuda_device_count() -> usize {
+    #[cfg(feature = "cuda")]
+    {
+        static COUNT: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+        *COUNT.get_or_init(|| {
+            use candle_core::cuda::cudarc::driver::CudaContext;
+            quietly(CudaContext::device_count).and_then(|r| r.ok()).unwrap_or(0).max(0) as usize
+        })
+    }
+    #[cfg(not(feature = "cuda"))]
+    0
 }
 
 #[pyfunction]
-pub fn cuda_device_count() -> usize {
-    if !candle_core::utils::cuda_is_available() {
-        return 0;
+pub fn cuda_is_available() -> bool {
+    cuda_device_count() > 0
+}
+
+/// Waits for the device's queued work (torch.cuda.synchronize).
+#[pyfunction]
+#[pyo3(signature = (ordinal=None))]
+pub fn cuda_synchronize(py: Python<'_>, ordinal: Option<usize>) -> PyResult<()> {
+    if !cuda_is_available() {
+        return Ok(());
     }
-    (0..64).take_while(|i| Device::new_cuda(*i).is_ok()).count()
+    let dev = cuda_device(ordinal.unwrap_or(0))?;
+    py.detach(|| dev.synchronize()).map_err(to_pyerr)
+}
+
+/// Facts about a CUDA device for torch.cuda.get_device_name/capability/properties and mem_get_info:
+/// name, (major, minor), multiprocessors, total and free memory in bytes.
+#[pyfunction]
+pub fn cuda_device_info(py: Python<'_>, ordinal: usize) -> PyResult<Bound<'_, pyo3::types::PyDict>> {
+    let d = pyo3::types::PyDict::new(py);
+    #[cfg(feature = "cuda")]
+    {
+        use candle_core::cuda::cudarc::driver::sys::CUdevice_attribute as A;
+        let Device::Cuda(c) = cuda_device(ordinal)? else { return Err(DeviceError::new_err("not a CUDA device")) };
+        let stream = c.cuda_stream();
+        let ctx = stream.context();
+        let e = |e: candle_core::cuda::cudarc::driver::DriverError| crate::error::runtime_err(format!("CUDA error: {e}"));
+        let attr = |a| ctx.attribute(a).map_err(e);
+        let (free, total) = ctx.mem_get_info().map_err(e)?;
+        d.set_item("name", ctx.name().map_err(e)?)?;
+        d.set_item("major", attr(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?)?;
+        d.set_item("minor", attr(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?)?;
+        d.set_item("multi_processor_count", attr(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?)?;
+        d.set_item("total_memory", total)?;
+        d.set_item("free_memory", free)?;
+    }
+    #[cfg(not(feature = "cuda"))]
+    {
+        let _ = ordinal;
+        cuda_device(0)?;
+    }
+    Ok(d)
+}
+
+// ---- where kernels run ----
+
+/// `CANDLE_BIND_GENERIC=1` sends CPU tensors down the device-generic paths (Candle ops, the code CUDA
+/// tensors take), and makes our CPU-only kernels refuse to run outside an explicit host read: the test
+/// suite rerun this way checks every CUDA path's logic against torch on a machine without a GPU.
+pub fn generic() -> bool {
+    static G: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *G.get_or_init(|| std::env::var("CANDLE_BIND_GENERIC").is_ok_and(|v| v == "1"))
+}
+
+thread_local! {
+    static HOST: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Whether our own CPU kernels may compute on `t`: a CPU tensor (in the generic test mode only inside
+/// `on_host`).
+#[inline]
+pub fn cpu_kernels(t: &Tensor) -> bool {
+    t.device().is_cpu() && (!generic() || HOST.with(|h| h.get() > 0))
+}
+
+/// Runs `f`, in which CPU kernels may run on CPU tensors in the generic test mode too: the ops that
+/// compute on the host on purpose (data-dependent shapes, host reads) copy their inputs there first.
+pub fn on_host<R>(f: impl FnOnce() -> R) -> R {
+    struct Exit;
+    impl Drop for Exit {
+        fn drop(&mut self) {
+            HOST.with(|h| h.set(h.get() - 1));
+        }
+    }
+    HOST.with(|h| h.set(h.get() + 1));
+    let _exit = Exit;
+    f()
+}
+
+/// The error a CPU-only kernel gives when it is reached with a tensor it cannot read (a CUDA tensor,
+/// or a CPU tensor on the generic path): a missing device path, never user error.
+pub fn host_only(t: &Tensor, what: &str) -> PyResult<()> {
+    if cpu_kernels(t) {
+        return Ok(());
+    }
+    Err(crate::error::runtime_err(format!(
+        "internal error: {what} is a CPU kernel and was given a tensor on {} (please report this)",
+        PyDevice::of(t.device()).__str__()
+    )))
+}
+
+/// torch's error for an op whose tensors live on different devices.
+pub fn mismatch(a: &Device, b: &Device) -> PyErr {
+    DeviceError::new_err(format!(
+        "Expected all tensors to be on the same device, but found at least two devices, {} and {}!",
+        PyDevice::of(a).__str__(),
+        PyDevice::of(b).__str__()
+    ))
+}
+
+/// Checks that every tensor is on one device; returns it.
+pub fn common<'a>(ts: &[&'a Tensor]) -> PyResult<&'a Device> {
+    let first = ts.first().map(|t| t.device()).ok_or_else(|| crate::error::runtime_err("no tensors"))?;
+    for t in &ts[1..] {
+        if !t.device().same_device(first) {
+            return Err(mismatch(first, t.device()));
+        }
+    }
+    Ok(first)
+}
+
+/// Computes on the host for an op without a device kernel: `inputs` copied to the CPU, `f` run there
+/// with our CPU kernels, its result copied back to the inputs' device. Only for rare ops (the README
+/// lists them); on the CPU it is just `f`.
+pub fn via_host(inputs: &[&Tensor], f: impl FnOnce(&[Tensor]) -> PyResult<Tensor>) -> PyResult<Tensor> {
+    use crate::error::IntoPyResult;
+    let dev = common(inputs)?.clone();
+    let host: Vec<Tensor> = inputs.iter().map(|t| t.to_device(&Device::Cpu)).collect::<candle_core::Result<_>>().py()?;
+    let out = on_host(|| f(&host))?;
+    out.to_device(&dev).py()
 }

@@ -84,7 +84,10 @@ fn set_num_threads(n: usize) -> PyResult<()> {
 #[pyo3(name = "_C")]
 mod candle_bind_c {
     #[pymodule_export]
-    use crate::device::{cuda_device_count, cuda_is_available, get_default_device, set_default_device, PyDevice};
+    use crate::device::{
+        cuda_device_count, cuda_device_info, cuda_is_available, cuda_synchronize, get_default_device, set_default_device,
+        PyDevice,
+    };
     #[pymodule_export]
     use crate::dtype::{get_default_dtype, set_default_dtype, PyDType};
     #[pymodule_export]

@@ -6,8 +6,26 @@ use crate::tensor::arith::float_unary;
 use crate::tensor::kernels::{erf_rational_f32, exp_f32, ln_pos_f32, tanh_f32};
 use crate::tensor::PyTensor;
 
-fn unsupported(_: &candle_core::Tensor) -> candle_core::Result<candle_core::Tensor> {
-    candle_core::bail!("this activation runs on CPU tensors only so far")
+use candle_core::Tensor;
+use crate::error::IntoPyResult;
+
+/// Device formulas of the activations (Candle ops on a float tensor, its own dtype).
+mod dev {
+    use super::*;
+    /// `a` where x > t, else `b` (t a number).
+    pub fn above(x: &Tensor, t: f64, a: &Tensor, b: &Tensor) -> PyResult<Tensor> {
+        x.gt(&x.ones_like().py()?.affine(t, 0.0).py()?).py()?.where_cond(a, b).py()
+    }
+    /// A constant like x.
+    pub fn c(x: &Tensor, v: f64) -> PyResult<Tensor> {
+        x.ones_like().py()?.affine(v, 0.0).py()
+    }
+    /// log(1 + e^(βx))/β, and x where βx > threshold, as torch's softplus.
+    pub fn softplus(x: &Tensor, beta: f64, threshold: f64) -> PyResult<Tensor> {
+        let bx = x.affine(beta, 0.0).py()?;
+        let sp = (bx.exp().py()? + 1.0).py()?.log().py()?.affine(1.0 / beta, 0.0).py()?;
+        above(&bx, threshold, x, &sp)
+    }
 }
 
 /// softplus with torch's linear region above `threshold` (in units of beta·x).
@@ -64,9 +82,8 @@ slice_map!(softplus_slice, softplus_default32);
 
 /// Contiguous f32 CPU input: `map` over the storage in parallel chunks. Else the general path.
 fn fused(input: &PyTensor, map: fn(&[f32], &mut [f32]), general: impl FnOnce() -> PyResult<PyTensor>) -> PyResult<PyTensor> {
-    use candle_core::{Device, Storage, Tensor};
-    use crate::error::IntoPyResult;
-    if input.dtype != crate::dtype::DType::F32 || !input.t.device().is_cpu() || !input.t.is_contiguous() {
+    use candle_core::{Device, Storage};
+    if input.dtype != crate::dtype::DType::F32 || !crate::device::cpu_kernels(&input.t) || !input.t.is_contiguous() {
         return general();
     }
     let n = input.numel();
@@ -95,11 +112,11 @@ pub fn gelu(input: &PyTensor, approximate: &str) -> PyResult<PyTensor> {
                 input,
                 gelu_erf32,
                 |x: f64| 0.5 * x * (1.0 + candle_core::cpu::erf::erf_f64(x * std::f64::consts::FRAC_1_SQRT_2)),
-                unsupported,
+                |t: &Tensor| t.gelu_erf().py(),
             )
         }),
         "tanh" => fused(input, gelu_tanh_slice, || {
-            float_unary(input, gelu_tanh32, |x: f64| 0.5 * x * (1.0 + (K64 * (x + 0.044715 * x * x * x)).tanh()), unsupported)
+            float_unary(input, gelu_tanh32, |x: f64| 0.5 * x * (1.0 + (K64 * (x + 0.044715 * x * x * x)).tanh()), |t: &Tensor| t.gelu().py())
         }),
         other => Err(crate::error::runtime_err(format!("approximate argument must be either none or tanh, got {other}"))),
     }
@@ -107,13 +124,15 @@ pub fn gelu(input: &PyTensor, approximate: &str) -> PyResult<PyTensor> {
 
 #[pyfunction]
 pub fn silu(input: &PyTensor) -> PyResult<PyTensor> {
-    fused(input, silu_slice, || float_unary(input, silu32, |x: f64| x / (1.0 + (-x).exp()), unsupported))
+    fused(input, silu_slice, || float_unary(input, silu32, |x: f64| x / (1.0 + (-x).exp()), |t: &Tensor| t.silu().py()))
 }
 
 #[pyfunction]
 pub fn mish(input: &PyTensor) -> PyResult<PyTensor> {
     fused(input, mish_slice, || {
-        float_unary(input, mish32, |x: f64| x * (if x > 20.0 { x } else { x.exp().ln_1p() }).tanh(), unsupported)
+        float_unary(input, mish32, |x: f64| x * (if x > 20.0 { x } else { x.exp().ln_1p() }).tanh(), |t: &Tensor| {
+            (t * dev::softplus(t, 1.0, 20.0)?.tanh().py()?).py()
+        })
     })
 }
 
@@ -122,13 +141,15 @@ pub fn mish(input: &PyTensor) -> PyResult<PyTensor> {
 pub fn softplus(input: &PyTensor, beta: f64, threshold: f64) -> PyResult<PyTensor> {
     let (b32, t32) = (beta as f32, threshold as f32);
     if beta == 1.0 && threshold == 20.0 {
-        return fused(input, softplus_slice, || float_unary(input, softplus_default32, |x: f64| if x > 20.0 { x } else { x.exp().ln_1p() }, unsupported));
+        return fused(input, softplus_slice, || {
+            float_unary(input, softplus_default32, |x: f64| if x > 20.0 { x } else { x.exp().ln_1p() }, |t: &Tensor| dev::softplus(t, 1.0, 20.0))
+        });
     }
     float_unary(
         input,
         move |x: f32| softplus32(x, b32, t32),
         move |x: f64| if beta * x > threshold { x } else { (beta * x).exp().ln_1p() / beta },
-        unsupported,
+        move |t: &Tensor| dev::softplus(t, beta, threshold),
     )
 }
 
@@ -141,7 +162,10 @@ pub fn elu(input: &PyTensor, alpha: f64, scale: f64, input_scale: f64) -> PyResu
         input,
         move |x: f32| s * if x > 0.0 { x } else { a * (exp_f32(x * i) - 1.0) },
         move |x: f64| scale * if x > 0.0 { x } else { alpha * ((x * input_scale).exp_m1()) },
-        unsupported,
+        move |t: &Tensor| {
+            let neg = (t.affine(input_scale, 0.0).py()?.exp().py()? - 1.0).py()?.affine(alpha, 0.0).py()?;
+            dev::above(t, 0.0, t, &neg)?.affine(scale, 0.0).py()
+        },
     )
 }
 
@@ -153,13 +177,15 @@ pub fn leaky_relu(input: &PyTensor, negative_slope: f64) -> PyResult<PyTensor> {
         input,
         move |x: f32| if x > 0.0 { x } else { x * s },
         move |x: f64| if x > 0.0 { x } else { x * negative_slope },
-        unsupported,
+        move |t: &Tensor| dev::above(t, 0.0, t, &t.affine(negative_slope, 0.0).py()?),
     )
 }
 
 #[pyfunction]
 pub fn hardsigmoid(input: &PyTensor) -> PyResult<PyTensor> {
-    float_unary(input, |x: f32| (x / 6.0 + 0.5).clamp(0.0, 1.0), |x: f64| (x / 6.0 + 0.5).clamp(0.0, 1.0), unsupported)
+    float_unary(input, |x: f32| (x / 6.0 + 0.5).clamp(0.0, 1.0), |x: f64| (x / 6.0 + 0.5).clamp(0.0, 1.0), |t: &Tensor| {
+        t.affine(1.0 / 6.0, 0.5).py()?.clamp(0.0, 1.0).py()
+    })
 }
 
 #[pyfunction]
@@ -168,7 +194,7 @@ pub fn hardswish(input: &PyTensor) -> PyResult<PyTensor> {
         input,
         |x: f32| x * (x + 3.0).clamp(0.0, 6.0) / 6.0,
         |x: f64| x * (x + 3.0).clamp(0.0, 6.0) / 6.0,
-        unsupported,
+        |t: &Tensor| (t * (t + 3.0).py()?.clamp(0.0, 6.0).py()?).py()?.affine(1.0 / 6.0, 0.0).py(),
     )
 }
 
@@ -179,18 +205,21 @@ pub fn logsigmoid(input: &PyTensor) -> PyResult<PyTensor> {
         input,
         |x: f32| x.min(0.0) - ln_pos_f32(1.0 + exp_f32(-x.abs())),
         |x: f64| x.min(0.0) - (-x.abs()).exp().ln_1p(),
-        unsupported,
+        |t: &Tensor| {
+            let l = (t.abs().py()?.neg().py()?.exp().py()? + 1.0).py()?.log().py()?;
+            (t.minimum(&t.zeros_like().py()?).py()? - l).py()
+        },
     )
 }
 
 #[pyfunction]
 pub fn softsign(input: &PyTensor) -> PyResult<PyTensor> {
-    float_unary(input, |x: f32| x / (1.0 + x.abs()), |x: f64| x / (1.0 + x.abs()), unsupported)
+    float_unary(input, |x: f32| x / (1.0 + x.abs()), |x: f64| x / (1.0 + x.abs()), |t: &Tensor| (t / (t.abs().py()? + 1.0).py()?).py())
 }
 
 #[pyfunction]
 pub fn tanhshrink(input: &PyTensor) -> PyResult<PyTensor> {
-    float_unary(input, |x: f32| x - tanh_f32(x), |x: f64| x - x.tanh(), unsupported)
+    float_unary(input, |x: f32| x - tanh_f32(x), |x: f64| x - x.tanh(), |t: &Tensor| (t - t.tanh().py()?).py())
 }
 
 #[pyfunction]
@@ -201,7 +230,10 @@ pub fn softshrink(input: &PyTensor, lambd: f64) -> PyResult<PyTensor> {
         input,
         move |x: f32| if x > l { x - l } else if x < -l { x + l } else { 0.0 },
         move |x: f64| if x > lambd { x - lambd } else if x < -lambd { x + lambd } else { 0.0 },
-        unsupported,
+        move |t: &Tensor| {
+            let low = t.lt(&dev::c(t, -lambd)?).py()?.where_cond(&(t + lambd).py()?, &t.zeros_like().py()?).py()?;
+            dev::above(t, lambd, &(t - lambd).py()?, &low)
+        },
     )
 }
 
@@ -213,7 +245,10 @@ pub fn hardshrink(input: &PyTensor, lambd: f64) -> PyResult<PyTensor> {
         input,
         move |x: f32| if x > l || x < -l { x } else { 0.0 },
         move |x: f64| if x > lambd || x < -lambd { x } else { 0.0 },
-        unsupported,
+        move |t: &Tensor| {
+            let low = t.lt(&dev::c(t, -lambd)?).py()?.where_cond(t, &t.zeros_like().py()?).py()?;
+            dev::above(t, lambd, t, &low)
+        },
     )
 }
 
@@ -224,7 +259,7 @@ pub fn threshold(input: &PyTensor, threshold: f64, value: f64) -> PyResult<PyTen
         input,
         move |x: f32| if x > t { x } else { v },
         move |x: f64| if x > threshold { x } else { value },
-        unsupported,
+        move |t: &Tensor| dev::above(t, threshold, t, &dev::c(t, value)?),
     )
 }
 
@@ -232,8 +267,8 @@ pub fn threshold(input: &PyTensor, threshold: f64, value: f64) -> PyResult<PyTen
 #[pyfunction]
 pub fn snake(input: &PyTensor, alpha: &PyTensor) -> PyResult<PyTensor> {
     let ax = crate::tensor::arith::binary(input, crate::tensor::Operand::T(alpha), crate::tensor::arith::BinOp::Mul, false)?;
-    let s = float_unary(&ax, |x: f32| x.sin() * x.sin(), |x: f64| x.sin() * x.sin(), unsupported)?;
-    let inv = float_unary(alpha, |a: f32| 1.0 / (a + 1e-9), |a: f64| 1.0 / (a + 1e-9), unsupported)?;
+    let s = float_unary(&ax, |x: f32| x.sin() * x.sin(), |x: f64| x.sin() * x.sin(), |t: &Tensor| t.sin().py()?.sqr().py())?;
+    let inv = float_unary(alpha, |a: f32| 1.0 / (a + 1e-9), |a: f64| 1.0 / (a + 1e-9), |t: &Tensor| (t + 1e-9).py()?.recip().py())?;
     let t = crate::tensor::arith::binary(&s, crate::tensor::Operand::T(&inv), crate::tensor::arith::BinOp::Mul, false)?;
     crate::tensor::arith::binary(input, crate::tensor::Operand::T(&t), crate::tensor::arith::BinOp::Add, false)
 }

@@ -34,6 +34,15 @@ pub fn sdpa(q: &PyTensor, k: &PyTensor, v: &PyTensor, mask: Option<&PyTensor>, c
         return Err(runtime_err(format!("sdpa: incompatible shapes {qd:?}, {kd:?}, {vd:?}")));
     }
     let (b, l, d, s, dv) = (qd[0], qd[1], qd[2], kd[1], vd[2]);
+    if let Some(m) = mask {
+        let md = m.dims();
+        if md.len() != 3 || md[1] != l || md[2] != s || mask_group == 0 || (md[0] != 1 && md[0] * mask_group != b) {
+            return Err(runtime_err(format!("sdpa: mask of shape {md:?} for scores of shape [{b}, {l}, {s}]")));
+        }
+    }
+    if !crate::device::cpu_kernels(&q.t) {
+        return sdpa_dev(q, k, v, mask, causal, scale);
+    }
     let (mvals, mbool, mb) = match mask {
         Some(m) => {
             let md = m.dims();
@@ -53,6 +62,47 @@ pub fn sdpa(q: &PyTensor, k: &PyTensor, v: &PyTensor, mask: Option<&PyTensor>, c
     let t = Tensor::from_vec(out, (b, l, dv), &Device::Cpu).py()?;
     let t = if q.dtype == DType::F32 { t } else { crate::tensor::convert(&t, q.dtype.candle())? };
     Ok(PyTensor::new(t, q.dtype))
+}
+
+/// `sdpa` on other devices: q·kᵀ (cuBLAS), the masks, candle-nn's fused softmax and ·v, with the
+/// scores as one (B, L, S) tensor (torch's math path; a flash kernel would not need them).
+fn sdpa_dev(q: &PyTensor, k: &PyTensor, v: &PyTensor, mask: Option<&PyTensor>, causal: bool, scale: f64) -> PyResult<PyTensor> {
+    let mut ts = vec![&q.t, &k.t, &v.t];
+    ts.extend(mask.map(|m| &m.t));
+    let dev = crate::device::common(&ts)?;
+    let (b, l, s) = (q.dims()[0], q.dims()[1], k.dims()[1]);
+    let dt = q.t.dtype();
+    let mut scores = (q.t.matmul(&k.t.t().py()?).py()? * scale).py()?;
+    let neg_inf = Tensor::new(f32::NEG_INFINITY, dev).py()?.to_dtype(dt).py()?;
+    let mut masked = false;
+    if causal {
+        // Lower triangle aligned to the top left, as torch's is_causal when L != S.
+        let cols = Tensor::arange(0u32, s as u32, dev).py()?.reshape((1, s)).py()?;
+        let rows = Tensor::arange(0u32, l as u32, dev).py()?.reshape((l, 1)).py()?;
+        let keep = cols.broadcast_le(&rows).py()?.broadcast_as((b, l, s)).py()?;
+        scores = keep.where_cond(&scores, &neg_inf.broadcast_as((b, l, s)).py()?).py()?;
+        masked = true;
+    }
+    if let Some(m) = mask {
+        // Head bi reads mask block bi / group: the scores seen as (Bm, B / Bm, L, S).
+        let bm = m.dims()[0];
+        let s4 = scores.reshape((bm, b / bm, l, s)).py()?;
+        let m4 = m.t.unsqueeze(1).py()?.broadcast_as((bm, b / bm, l, s)).py()?;
+        let s4 = if m.dtype == DType::Bool {
+            m4.where_cond(&s4, &neg_inf.broadcast_as((bm, b / bm, l, s)).py()?).py()?
+        } else {
+            (s4 + m4.to_dtype(dt).py()?).py()?
+        };
+        scores = s4.reshape((b, l, s)).py()?;
+        masked = true;
+    }
+    let mut p = candle_nn::ops::softmax_last_dim(&scores.contiguous().py()?).py()?;
+    if masked {
+        // A row with nothing to attend to gives zeros, as torch's safe softmax.
+        let dead = scores.max_keepdim(2).py()?.broadcast_eq(&neg_inf).py()?.broadcast_as((b, l, s)).py()?;
+        p = dead.where_cond(&p.zeros_like().py()?, &p).py()?;
+    }
+    Ok(PyTensor::new(p.matmul(&v.t).py()?, q.dtype))
 }
 
 /// Query rows per block in causal attention.

@@ -326,6 +326,29 @@ fn run(
             show(&out_i[3 - ns..])
         )));
     }
+    if !crate::device::cpu_kernels(&input.t) || !crate::device::cpu_kernels(&weight.t) {
+        let mut ts = vec![&input.t, &weight.t];
+        ts.extend(bias.map(|b| &b.t));
+        crate::device::common(&ts)?;
+        if let Some(b) = bias {
+            if b.numel() != c_out {
+                return Err(shape_err(format!("bias should have {c_out} elements")));
+            }
+        }
+        let mut out_dims = vec![n, c_out];
+        out_dims.extend(&out[3 - ns..]);
+        let spec = dev::Spec { stride, padding, dilation, groups, output_padding };
+        let y = dev::conv(&input.t, &weight.t, &spec, &out_dims)?;
+        let y = match bias {
+            Some(b) => {
+                let mut bd = vec![1; out_dims.len()];
+                bd[1] = c_out;
+                y.broadcast_add(&b.t.to_dtype(y.dtype()).py()?.reshape(bd).py()?).py()?
+            }
+            None => y,
+        };
+        return Ok(PyTensor::new(y, input.dtype));
+    }
     // For a transposed conv the roles swap: the geometry maps output taps back onto the input.
     let geo = if transposed { Geo { len: out, k, out: len, stride: s, pad: p, dil: d } } else { Geo { len, k, out, stride: s, pad: p, dil: d } };
     let compute = if input.dtype == DType::F64 { candle_core::DType::F64 } else { candle_core::DType::F32 };
@@ -520,5 +543,112 @@ multiversion! {
             let v = b[i % c_out];
             plane.iter_mut().for_each(|x| *x = *x + v);
         }
+    }
+}
+
+/// Convolution on other devices: Candle's conv1d/conv2d/conv_transpose kernels where their single
+/// stride/padding/dilation fits, else im2col through `window::gather` and one batched matmul.
+mod dev {
+    use candle_core::Tensor;
+    use pyo3::prelude::*;
+
+    use super::super::window::{self, Axis};
+    use crate::error::IntoPyResult;
+
+    pub struct Spec {
+        pub stride: Vec<usize>,
+        pub padding: Vec<usize>,
+        pub dilation: Vec<usize>,
+        pub groups: usize,
+        pub output_padding: Option<Vec<usize>>,
+    }
+
+    fn same(v: &[usize]) -> Option<usize> {
+        v.iter().all(|&x| x == v[0]).then(|| v[0])
+    }
+
+    pub fn conv(x: &Tensor, w: &Tensor, spec: &Spec, out_dims: &[usize]) -> PyResult<Tensor> {
+        if out_dims.contains(&0) || x.elem_count() == 0 || w.elem_count() == 0 {
+            return window::zeros(out_dims, x.dtype(), x.device());
+        }
+        let ns = x.rank() - 2;
+        let (s, p, d, g) = (same(&spec.stride), same(&spec.padding), same(&spec.dilation), spec.groups);
+        let y = match (&spec.output_padding, ns, s, p, d) {
+            (None, 1, _, _, _) => x.conv1d(w, spec.padding[0], spec.stride[0], spec.dilation[0], g).py()?,
+            (None, 2, Some(s), Some(p), Some(d)) => x.conv2d(w, p, s, d, g).py()?,
+            (Some(op), 1, _, _, _) => x.conv_transpose1d(w, spec.padding[0], op[0], spec.stride[0], spec.dilation[0], g).py()?,
+            (Some(op), 2, Some(s), Some(p), Some(d)) if g == 1 && same(op).is_some() => {
+                x.conv_transpose2d(w, p, op[0], s, d).py()?
+            }
+            (None, ..) => im2col(x, w, &spec.stride, &spec.padding, &spec.dilation, g)?,
+            (Some(op), ..) => transposed(x, w, spec, op)?,
+        };
+        if y.dims() != out_dims {
+            return Err(crate::error::runtime_err(format!("conv: computed {:?}, expected {out_dims:?}", y.dims())));
+        }
+        Ok(y)
+    }
+
+    /// Any convolution: zero padding, every window's taps gathered (N, C, *O, *K), then per group
+    /// (N, G, O, Cg·K) @ (G, Cg·K, Cout/G).
+    fn im2col(x: &Tensor, w: &Tensor, stride: &[usize], padding: &[usize], dilation: &[usize], groups: usize) -> PyResult<Tensor> {
+        let ns = x.rank() - 2;
+        let (n, c) = (x.dims()[0], x.dims()[1]);
+        let (cout, k) = (w.dims()[0], &w.dims()[2..]);
+        let mut xp = x.clone();
+        let mut axes = vec![];
+        for i in 0..ns {
+            xp = window::pad_axis(&xp, 2 + i, padding[i], padding[i], 0.0)?;
+            let span = dilation[i] * (k[i] - 1) + 1;
+            let outs = (xp.dims()[2 + i] - span) / stride[i] + 1;
+            axes.push(Axis::regular(outs, k[i], stride[i], dilation[i]));
+        }
+        let cols = window::gather(&xp, &axes)?; // (N, C, *O, *K)
+        let o: usize = axes.iter().map(|a| a.outs).product();
+        let kk: usize = k.iter().product();
+        let cg = c / groups;
+        // (N, G, Cg, O, K) → (N, G, O, Cg, K) → (N, G, O, Cg·K)
+        let cols = cols.reshape((n, groups, cg, o, kk)).py()?.permute((0, 1, 3, 2, 4)).py()?.contiguous().py()?;
+        let cols = cols.reshape((n, groups, o, cg * kk)).py()?;
+        let wg = w.reshape((groups, cout / groups, cg * kk)).py()?.transpose(1, 2).py()?.contiguous().py()?;
+        let y = cols.broadcast_matmul(&wg).py()?; // (N, G, O, Cout/G)
+        let y = y.permute((0, 1, 3, 2)).py()?.contiguous().py()?;
+        let mut dims = vec![n, cout];
+        dims.extend(axes.iter().map(|a| a.outs));
+        y.reshape(dims).py()
+    }
+
+    /// A transposed convolution as a direct one: the input spread by the stride (zeros between),
+    /// padded by dilation·(k−1) − padding (cropped where that is negative) plus the output padding,
+    /// convolved with the weight flipped and its in/out channels swapped per group.
+    fn transposed(x: &Tensor, w: &Tensor, spec: &Spec, op: &[usize]) -> PyResult<Tensor> {
+        let ns = x.rank() - 2;
+        let g = spec.groups;
+        let (cin, coutg, k) = (w.dims()[0], w.dims()[1], w.dims()[2..].to_vec());
+        let mut xs = x.clone();
+        for i in 0..ns {
+            let dim = 2 + i;
+            xs = window::dilate(&xs, dim, spec.stride[i])?;
+            let full = (spec.dilation[i] * (k[i] - 1)) as i64;
+            let before = full - spec.padding[i] as i64;
+            let after = before + op[i] as i64;
+            xs = window::pad_axis(&xs, dim, before.max(0) as usize, after.max(0) as usize, 0.0)?;
+            let (cut_lo, cut_hi) = ((-before).max(0) as usize, (-after).max(0) as usize);
+            if cut_lo + cut_hi > 0 {
+                let len = xs.dims()[dim];
+                xs = xs.narrow(dim, cut_lo, len.saturating_sub(cut_lo + cut_hi)).py()?;
+            }
+        }
+        // (Cin, Cout/G, *k) → (G, Cin/G, Cout/G, *k) → (G, Cout/G, Cin/G, *k) → (Cout, Cin/G, *k), flipped.
+        let mut wd = vec![g, cin / g, coutg];
+        wd.extend(&k);
+        let mut wt = w.reshape(wd).py()?.transpose(1, 2).py()?.contiguous().py()?;
+        let mut nd = vec![g * coutg, cin / g];
+        nd.extend(&k);
+        wt = wt.reshape(nd).py()?;
+        for i in 0..ns {
+            wt = window::flip(&wt, 2 + i)?;
+        }
+        im2col(&xs, &wt, &vec![1; ns], &vec![0; ns], &spec.dilation, g)
     }
 }

@@ -7,6 +7,7 @@ pub mod conv;
 pub mod norm;
 pub mod pool;
 pub mod rnn;
+mod window;
 mod winograd;
 
 

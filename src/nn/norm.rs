@@ -102,6 +102,9 @@ pub fn norm_rows(input: &PyTensor, n: usize, weight: Option<&PyTensor>, bias: Op
             }
         }
     }
+    if !crate::device::cpu_kernels(&input.t) {
+        return norm_rows_dev(input, n, weight, bias, eps, rms);
+    }
     // A contiguous f32 input is read in place; anything else is converted once.
     let owned;
     let guard;
@@ -138,6 +141,32 @@ pub fn norm_rows(input: &PyTensor, n: usize, weight: Option<&PyTensor>, bias: Op
     Ok(PyTensor::new(out.to_device(input.t.device()).py()?, input.dtype))
 }
 
+/// `norm_rows` on other devices: candle-nn's fused layer_norm / rms_norm kernels over (rows, n).
+fn norm_rows_dev(input: &PyTensor, n: usize, weight: Option<&PyTensor>, bias: Option<&PyTensor>, eps: f64, rms: bool) -> PyResult<PyTensor> {
+    let mut ts = vec![&input.t];
+    ts.extend(weight.iter().map(|w| &w.t).chain(bias.iter().map(|b| &b.t)));
+    let dev = crate::device::common(&ts)?;
+    let dt = input.t.dtype();
+    let param = |p: Option<&PyTensor>, v: f64| -> PyResult<Tensor> {
+        match p {
+            Some(p) => p.t.flatten_all().py()?.to_dtype(dt).py(),
+            None => Tensor::ones(n, dt, dev).py()?.affine(v, 0.0).py(),
+        }
+    };
+    let x = input.t.contiguous().py()?.reshape((input.numel() / n, n)).py()?;
+    if x.elem_count() == 0 {
+        return Ok(input.same(input.t.copy().py()?));
+    }
+    let w = param(weight, 1.0)?;
+    let y = if rms {
+        candle_nn::ops::rms_norm(&x, &w, eps as f32).py()?
+    } else {
+        candle_nn::ops::layer_norm(&x, &w, &param(bias, 0.0)?, eps as f32).py()?
+    };
+    let y = if rms && bias.is_some() { y.broadcast_add(&param(bias, 0.0)?).py()? } else { y };
+    Ok(PyTensor::new(y.reshape(input.dims()).py()?, input.dtype))
+}
+
 crate::tensor::kernels::multiversion! {
     /// y = x·scale + shift over one channel plane.
     fn affine_plane<>(x: &[f32], y: &mut [f32], scale: f32, shift: f32) where [] {
@@ -150,6 +179,15 @@ crate::tensor::kernels::multiversion! {
 #[pyfunction]
 pub fn channel_affine(input: &PyTensor, scale: &PyTensor, shift: &PyTensor) -> PyResult<PyTensor> {
     let dims = input.dims();
+    if !crate::device::cpu_kernels(&input.t) && dims.len() >= 2 {
+        crate::device::common(&[&input.t, &scale.t, &shift.t])?;
+        let mut bd = vec![1; dims.len()];
+        bd[1] = dims[1];
+        let dt = input.t.dtype();
+        let sc = scale.t.to_dtype(dt).py()?.reshape(bd.as_slice()).py()?;
+        let sh = shift.t.to_dtype(dt).py()?.reshape(bd.as_slice()).py()?;
+        return Ok(input.same(input.t.broadcast_mul(&sc).py()?.broadcast_add(&sh).py()?));
+    }
     if input.dtype != DType::F32 || !input.t.is_contiguous() || !input.t.device().is_cpu() || dims.len() < 2 {
         return Err(runtime_err("channel_affine: expects a contiguous float32 CPU tensor (N, C, *)"));
     }

@@ -178,8 +178,12 @@ pub fn pool(
     let per_in: usize = spatial.iter().product();
     let mut out_dims = dims[..dims.len() - k].to_vec();
     out_dims.extend(&out_sp);
+    if !crate::device::cpu_kernels(&input.t) {
+        let (out, idx) = dev::pool(&input.t, max, &windows, &dilation, count_include_pad, divisor_override, indices, &out_dims)?;
+        return Ok((PyTensor::new(out, input.dtype), idx.map(|i| PyTensor::new(i, DType::I64))));
+    }
     let compute = if matches!(input.dtype, DType::F64 | DType::I64 | DType::I32) { candle_core::DType::F64 } else { candle_core::DType::F32 };
-    let x = crate::tensor::convert(&input.t.to_device(&Device::Cpu).py()?, compute)?.contiguous().py()?;
+    let x = crate::tensor::convert(&input.t, compute)?.contiguous().py()?;
     let divisor = divisor_override.map(|d| d as f64);
     let par = planes * per_in >= crate::tensor::kernels::PAR_THRESHOLD;
     if max && !indices && compute == candle_core::DType::F32 {
@@ -247,6 +251,9 @@ pub fn resample_axis(input: &PyTensor, dim: usize, index: Vec<Vec<usize>>, weigh
         return Err(runtime_err("resample_axis: index out of range"));
     }
     let o = index.len();
+    if !crate::device::cpu_kernels(&input.t) {
+        return Ok(input.same(dev::resample(&input.t, dim, &index, &weights)?));
+    }
     let x = crate::tensor::cpu_vec::<f32>(&input.t)?;
     let mut out = vec![0f32; outer * o * inner];
     // Taps as flat arrays of a fixed count per output (short windows padded with weight 0), so the
@@ -288,4 +295,176 @@ pub fn resample_axis(input: &PyTensor, dim: usize, index: Vec<Vec<usize>>, weigh
     od[dim] = o;
     let t = Tensor::from_vec(out, od, &Device::Cpu).py()?;
     Ok(PyTensor::new(crate::tensor::convert(&t, input.dtype.candle())?.to_device(input.t.device()).py()?, input.dtype))
+}
+
+/// Pooling and resampling on other devices: the windows gathered by `window::gather` (one
+/// `index_select` per axis), then reduced; index and divisor tables are built on the host.
+mod dev {
+    use candle_core::{DType, Tensor};
+    use pyo3::prelude::*;
+
+    use super::super::window::{self, Axis};
+    use super::Window;
+    use crate::error::IntoPyResult;
+
+    #[allow(clippy::too_many_arguments)]
+    pub fn pool(
+        x: &Tensor, max: bool, windows: &[Vec<Window>], dilation: &[usize], count_pad: bool, divisor: Option<i64>,
+        want_indices: bool, out_dims: &[usize],
+    ) -> PyResult<(Tensor, Option<Tensor>)> {
+        let k = windows.len();
+        let lead = x.rank() - k;
+        let spatial = &x.dims()[lead..];
+        if out_dims.contains(&0) || x.elem_count() == 0 {
+            let out = window::zeros(out_dims, x.dtype(), x.device())?;
+            let idx = want_indices.then(|| window::zeros(out_dims, DType::I64, x.device())).transpose()?;
+            return Ok((out, idx));
+        }
+        // One padding slot at the end of every axis: taps outside the input (or past a shorter
+        // window's end) read it.
+        let pad = if !max {
+            0.0
+        } else if x.dtype().is_float() {
+            f64::NEG_INFINITY
+        } else if x.dtype() == DType::U8 {
+            0.0
+        } else {
+            i64::MIN as f64
+        };
+        let mut xp = x.clone();
+        let mut axes = vec![];
+        // Per axis: for each output, its taps' input positions (None: padding).
+        let mut taps_of: Vec<Vec<Vec<Option<usize>>>> = vec![];
+        for (i, w) in windows.iter().enumerate() {
+            xp = window::pad_axis(&xp, lead + i, 0, 1, pad)?;
+            let len = spatial[i];
+            let taps = w.iter().map(|&(_, n, _)| n).max().unwrap_or(1).max(1);
+            let per: Vec<Vec<Option<usize>>> = w
+                .iter()
+                .map(|&(start, n, _)| {
+                    (0..taps)
+                        .map(|a| {
+                            let p = start + (a * dilation[i]) as i64;
+                            (a < n && p >= 0 && (p as usize) < len).then_some(p as usize)
+                        })
+                        .collect()
+                })
+                .collect();
+            let index = per.iter().flatten().map(|p| p.unwrap_or(len) as u32).collect();
+            axes.push(Axis { index, outs: w.len(), taps });
+            taps_of.push(per);
+        }
+        let g = window::gather(&xp, &axes)?; // (.., *O, *K)
+        let o_total: usize = axes.iter().map(|a| a.outs).product();
+        let k_total: usize = axes.iter().map(|a| a.taps).product();
+        let planes: usize = x.dims()[..lead].iter().product();
+        let flat = g.reshape((planes, o_total, k_total)).py()?;
+        if !max {
+            let sum = flat.to_dtype(work(x.dtype())).py()?.sum_keepdim(2).py()?.squeeze(2).py()?;
+            // The divisor of each output: the override, the window as padded, or its taps inside.
+            let div: Vec<f32> = combos(windows)
+                .map(|ws| match divisor {
+                    Some(d) => d as f32,
+                    None if count_pad => ws.iter().map(|&(_, _, inside)| inside).product::<usize>() as f32,
+                    None => ws.iter().zip(0..).map(|(&(s, n, _), i)| inside_count(s, n, dilation[i], spatial[i])).product::<usize>() as f32,
+                })
+                .collect();
+            let div = Tensor::from_vec(div, o_total, x.device()).py()?.to_dtype(sum.dtype()).py()?;
+            let avg = sum.broadcast_div(&div).py()?.to_dtype(x.dtype()).py()?;
+            return Ok((avg.reshape(out_dims).py()?, None));
+        }
+        let mut best = flat.max_keepdim(2).py()?;
+        let isnan = flat.dtype().is_float().then(|| flat.ne(&flat)).transpose().py()?;
+        if let Some(isnan) = &isnan {
+            let has = isnan.max_keepdim(2).py()?;
+            let nan = (best.zeros_like().py()? / best.zeros_like().py()?).py()?;
+            best = has.where_cond(&nan, &best).py()?;
+        }
+        let best_out = best.squeeze(2).py()?.reshape(out_dims).py()?;
+        if !want_indices {
+            return Ok((best_out, None));
+        }
+        let mut arg = flat.argmax_keepdim(2).py()?;
+        if let Some(isnan) = &isnan {
+            let has = isnan.max_keepdim(2).py()?;
+            arg = has.where_cond(&isnan.argmax_keepdim(2).py()?, &arg).py()?;
+        }
+        // Tap → flat input position (row-major over the spatial dims), per output.
+        let strides: Vec<usize> = (0..k).map(|i| spatial[i + 1..].iter().product()).collect();
+        let mut table = Vec::with_capacity(o_total * k_total);
+        for outs in odometer(&axes.iter().map(|a| a.outs).collect::<Vec<_>>()) {
+            for taps in odometer(&axes.iter().map(|a| a.taps).collect::<Vec<_>>()) {
+                let pos = (0..k).map(|i| taps_of[i][outs[i]][taps[i]].map(|p| p * strides[i])).sum::<Option<usize>>();
+                table.push(pos.unwrap_or(0) as i64);
+            }
+        }
+        let table = Tensor::from_vec(table, o_total * k_total, x.device()).py()?;
+        let base = Tensor::arange(0u32, (o_total * k_total) as u32, x.device()).py()?.reshape((1, o_total, k_total)).py()?;
+        let base = base.narrow(2, 0, 1).py()?.broadcast_as((planes, o_total, 1)).py()?;
+        let at = (base.to_dtype(DType::I64).py()? + arg.to_dtype(DType::I64).py()?).py()?;
+        let idx = table.index_select(&at.flatten_all().py()?, 0).py()?;
+        Ok((best_out, Some(idx.reshape(out_dims).py()?)))
+    }
+
+    /// The dtype an average is summed in.
+    fn work(dt: DType) -> DType {
+        if dt == DType::F64 { DType::F64 } else { DType::F32 }
+    }
+
+    /// Taps of a window that land inside an axis of `len`.
+    fn inside_count(start: i64, n: usize, dil: usize, len: usize) -> usize {
+        (0..n).filter(|&a| {
+            let p = start + (a * dil) as i64;
+            p >= 0 && (p as usize) < len
+        })
+        .count()
+    }
+
+    /// Every combination of one window per axis, row-major.
+    fn combos(windows: &[Vec<Window>]) -> impl Iterator<Item = Vec<Window>> + '_ {
+        odometer(&windows.iter().map(|w| w.len()).collect::<Vec<_>>())
+            .map(move |ix| ix.iter().zip(windows).map(|(&i, w)| w[i]).collect())
+    }
+
+    /// All index tuples below `dims`, row-major.
+    fn odometer(dims: &[usize]) -> impl Iterator<Item = Vec<usize>> {
+        let total: usize = dims.iter().product();
+        let dims = dims.to_vec();
+        (0..total).map(move |mut f| {
+            let mut ix = vec![0; dims.len()];
+            for i in (0..dims.len()).rev() {
+                ix[i] = f % dims[i];
+                f /= dims[i];
+            }
+            ix
+        })
+    }
+
+    /// `resample_axis` on a device: Σ_t weight·x[index] as one gather and a weighted sum per tap.
+    pub fn resample(x: &Tensor, dim: usize, index: &[Vec<usize>], weights: &[Vec<f32>]) -> PyResult<Tensor> {
+        let o = index.len();
+        let taps = index.iter().map(|i| i.len()).max().unwrap_or(0);
+        let mut out_dims = x.dims().to_vec();
+        out_dims[dim] = o;
+        if out_dims.contains(&0) || taps == 0 {
+            return window::zeros(&out_dims, x.dtype(), x.device());
+        }
+        let wt = work(x.dtype());
+        let xw = x.to_dtype(wt).py()?;
+        let mut acc: Option<Tensor> = None;
+        for t in 0..taps {
+            // A shorter tap list reads its first position with weight 0.
+            let idx: Vec<u32> = index.iter().map(|i| *i.get(t).unwrap_or(&i[0]) as u32).collect();
+            let w: Vec<f32> = weights.iter().map(|w| *w.get(t).unwrap_or(&0.0)).collect();
+            let mut wd = vec![1; x.rank()];
+            wd[dim] = o;
+            let w = Tensor::from_vec(w, wd, x.device()).py()?.to_dtype(wt).py()?;
+            let term = xw.index_select(&window::positions(idx, x.device())?, dim).py()?.broadcast_mul(&w).py()?;
+            acc = Some(match acc {
+                None => term,
+                Some(a) => (a + term).py()?,
+            });
+        }
+        acc.map_or_else(|| window::zeros(&out_dims, x.dtype(), x.device()), |a| a.to_dtype(x.dtype()).py())
+    }
 }

@@ -154,6 +154,9 @@ pub fn rnn_scan(
     if w_hh.dims() != [gh, hout] || h0.numel() != n * hout || (mode == "LSTM" && c0.is_none_or(|c| c.numel() != n * h)) {
         return Err(runtime_err("rnn_scan: inconsistent shapes of gi, h0, c0 and w_hh"));
     }
+    if !crate::device::cpu_kernels(&gi.t) {
+        return scan_dev(mode, gi, h0, c0, w_hh, b_hh, w_hr, mask, reverse);
+    }
     let gi = crate::tensor::cpu_vec::<f32>(&gi.t)?;
     let w = crate::tensor::cpu_vec::<f32>(&w_hh.t)?;
     let wp = if (2..=PANEL_ROWS).contains(&n) { panels(&w, gh, hout) } else { vec![] };
@@ -217,4 +220,86 @@ pub fn rnn_scan(
     };
     let c_n = if mode == "LSTM" { Some(wrap(cs, &[n, h])?) } else { None };
     Ok((wrap(out, &[l, n, hout])?, wrap(hs, &[n, hout])?, c_n))
+}
+
+/// `rnn_scan` on other devices: the same recurrence as Candle ops, one small matmul and the gate
+/// arithmetic per step.
+#[allow(clippy::too_many_arguments)]
+fn scan_dev(
+    mode: &str, gi: &PyTensor, h0: &PyTensor, c0: Option<&PyTensor>, w_hh: &PyTensor, b_hh: Option<&PyTensor>,
+    w_hr: Option<&PyTensor>, mask: Option<&PyTensor>, reverse: bool,
+) -> PyResult<(PyTensor, PyTensor, Option<PyTensor>)> {
+    use candle_nn::ops::sigmoid;
+    let mut ts = vec![&gi.t, &h0.t, &w_hh.t];
+    ts.extend(c0.iter().map(|t| &t.t).chain(b_hh.iter().map(|t| &t.t)).chain(w_hr.iter().map(|t| &t.t)).chain(mask.iter().map(|t| &t.t)));
+    crate::device::common(&ts)?;
+    let (l, n, gh) = (gi.dims()[0], gi.dims()[1], gi.dims()[2]);
+    let hout = h0.dims().last().copied().unwrap_or(0);
+    let dt = gi.t.dtype();
+    let gates = match mode { "LSTM" => 4, "GRU" => 3, _ => 1 };
+    let h = gh / gates;
+    let wt = w_hh.t.to_dtype(dt).py()?.t().py()?;
+    let b = b_hh.map(|b| b.t.to_dtype(dt).py()?.reshape((1, gh)).py()).transpose()?;
+    let wr = w_hr.map(|w| w.t.to_dtype(dt).py()?.t().py()).transpose()?;
+    let keep_all = mask.map(|m| m.t.ne(&m.t.zeros_like().py()?).py()).transpose()?;
+    let mut hs = h0.t.to_dtype(dt).py()?.reshape((n, hout)).py()?;
+    let mut cs = c0.map(|c| c.t.to_dtype(dt).py()?.reshape((n, h)).py()).transpose()?;
+    let gate = |x: &Tensor, i: usize| x.narrow(1, i * h, h);
+    let mut outs: Vec<Tensor> = Vec::with_capacity(l);
+    for step in 0..l {
+        let t = if reverse { l - 1 - step } else { step };
+        let mut g = hs.matmul(&wt).py()?;
+        if let Some(b) = &b {
+            g = g.broadcast_add(b).py()?;
+        }
+        let x = gi.t.get(t).py()?.to_dtype(dt).py()?;
+        let (hnew, cnew) = match mode {
+            "LSTM" => {
+                let a = (&x + &g).py()?;
+                let (i_, f_) = (sigmoid(&gate(&a, 0).py()?).py()?, sigmoid(&gate(&a, 1).py()?).py()?);
+                let (g_, o_) = (gate(&a, 2).py()?.tanh().py()?, sigmoid(&gate(&a, 3).py()?).py()?);
+                let c = cs.as_ref().ok_or_else(|| runtime_err("rnn_scan: LSTM needs c0"))?;
+                let c2 = ((f_ * c).py()? + (i_ * g_).py()?).py()?;
+                let hf = (o_ * c2.tanh().py()?).py()?;
+                let hn = match &wr { Some(wr) => hf.matmul(wr).py()?, None => hf };
+                (hn, Some(c2))
+            }
+            "GRU" => {
+                let r = sigmoid(&(gate(&x, 0).py()? + gate(&g, 0).py()?).py()?).py()?;
+                let z = sigmoid(&(gate(&x, 1).py()? + gate(&g, 1).py()?).py()?).py()?;
+                let nn = (gate(&x, 2).py()? + (r * gate(&g, 2).py()?).py()?).py()?.tanh().py()?;
+                let hn = ((&nn - (&z * &nn).py()?).py()? + (&z * &hs).py()?).py()?;
+                (hn, None)
+            }
+            "RNN_TANH" => ((&x + &g).py()?.tanh().py()?, None),
+            _ => (crate::tensor::arith::dev::relu(&(&x + &g).py()?).py()?, None),
+        };
+        match &keep_all {
+            Some(keep) => {
+                // Packed sequences: a row past its length keeps its state and outputs zeros.
+                let k = keep.get(t).py()?.reshape((n, 1)).py()?;
+                let kh = k.broadcast_as((n, hout)).py()?;
+                outs.push(kh.where_cond(&hnew, &hnew.zeros_like().py()?).py()?);
+                hs = kh.where_cond(&hnew, &hs).py()?;
+                if let (Some(c2), Some(c)) = (cnew, &cs) {
+                    cs = Some(k.broadcast_as((n, h)).py()?.where_cond(&c2, c).py()?);
+                }
+            }
+            None => {
+                outs.push(hnew.clone());
+                hs = hnew;
+                if cnew.is_some() {
+                    cs = cnew;
+                }
+            }
+        }
+    }
+    if reverse {
+        outs.reverse();
+    }
+    let dtl = h0.dtype;
+    let wrap = |t: Tensor| -> PyResult<PyTensor> { Ok(PyTensor::new(t.to_dtype(dtl.candle()).py()?, dtl)) };
+    let out = if l == 0 { Tensor::zeros((0, n, hout), dt, gi.t.device()).py()? } else { Tensor::stack(&outs, 0).py()? };
+    let c_n = if mode == "LSTM" { cs.map(wrap).transpose()? } else { None };
+    Ok((wrap(out)?, wrap(hs)?, c_n))
 }

@@ -9,7 +9,7 @@ use super::{
     broadcast_dims, cast, is_cpu, map_cpu, with_dtype, zip_cpu, Arg, Operand, Promotion, PyTensor, Scalar,
 };
 use crate::dtype::DType;
-use crate::error::{dtype_err, runtime_err, shape_err, type_err, DeviceError, IntoPyResult};
+use crate::error::{dtype_err, runtime_err, shape_err, type_err, IntoPyResult};
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum BinOp {
@@ -209,17 +209,13 @@ fn compute(op: BinOp, a: &Tensor, b: &Tensor, ct: DType) -> PyResult<Tensor> {
     let dims = broadcast_dims(a.dims(), b.dims())?;
     crate::memory::ensure(&dims, if op.is_cmp() { candle_core::DType::U8 } else { ct.candle() }, a.device())?;
     if !a.device().same_device(b.device()) {
-        return Err(DeviceError::new_err(format!(
-            "Expected all tensors to be on the same device, but found at least two devices, {:?} and {:?}!",
-            a.device().location(),
-            b.device().location()
-        )));
+        return Err(crate::device::mismatch(a.device(), b.device()));
     }
     if !ct.is_float() && matches!(op, BinOp::FloorDiv | BinOp::Rem) && has_zero(b)? {
         return Err(crate::error::CandleError::new_err("ZeroDivisionError"));
     }
-    if !is_cpu(a) {
-        return compute_candle(op, a, b);
+    if !is_cpu(a) || !is_cpu(b) {
+        return compute_candle(op, a, b, ct, &dims);
     }
     match ct {
         DType::F16 | DType::BF16 => {
@@ -260,25 +256,109 @@ fn compute(op: BinOp, a: &Tensor, b: &Tensor, ct: DType) -> PyResult<Tensor> {
     }
 }
 
-/// Non-CPU devices: Candle's own broadcasting ops.
-fn compute_candle(op: BinOp, a: &Tensor, b: &Tensor) -> PyResult<Tensor> {
-    match op {
-        BinOp::Add => a.broadcast_add(b),
-        BinOp::Sub => a.broadcast_sub(b),
-        BinOp::Mul => a.broadcast_mul(b),
-        BinOp::Div => a.broadcast_div(b),
-        BinOp::Pow => a.broadcast_pow(b),
-        BinOp::Maximum => a.broadcast_maximum(b),
-        BinOp::Minimum => a.broadcast_minimum(b),
-        BinOp::Eq => a.broadcast_eq(b),
-        BinOp::Ne => a.broadcast_ne(b),
-        BinOp::Lt => a.broadcast_lt(b),
-        BinOp::Le => a.broadcast_le(b),
-        BinOp::Gt => a.broadcast_gt(b),
-        BinOp::Ge => a.broadcast_ge(b),
-        _ => return Err(runtime_err(format!("{} is not supported on this device yet", op.name()))),
+/// Other devices (and the generic test mode): Candle's broadcasting ops, arranged to give torch's
+/// results where Candle's differ (NaN in maximum/minimum, floor division and remainder, bool rules).
+fn compute_candle(op: BinOp, a: &Tensor, b: &Tensor, ct: DType, dims: &[usize]) -> PyResult<Tensor> {
+    let (a, b) = (a.broadcast_as(dims).py()?, b.broadcast_as(dims).py()?);
+    let float = ct.is_float();
+    let r = match op {
+        BinOp::Add if ct == DType::Bool => a.maximum(&b),
+        BinOp::Mul if ct == DType::Bool => a.minimum(&b),
+        BinOp::Add => &a + &b,
+        BinOp::Sub => &a - &b,
+        BinOp::Mul => &a * &b,
+        BinOp::Div => &a / &b,
+        BinOp::FloorDiv if float => return floor_div_float(&a, &b),
+        BinOp::FloorDiv => return floor_div_int(&a, &b),
+        BinOp::Rem => {
+            // torch: a - floor_divide(a, b) * b (for floats computed from the rounded quotient).
+            let q = if float { floor_div_float(&a, &b)? } else { floor_div_int(&a, &b)? };
+            return (&a - (&q * &b).py()?).py();
+        }
+        BinOp::Pow if float => return pow_device(&a, &b),
+        BinOp::Pow => {
+            let f = pow_device(&a.to_dtype(candle_core::DType::F64).py()?, &b.to_dtype(candle_core::DType::F64).py()?)?;
+            return f.round().py()?.to_dtype(a.dtype()).py();
+        }
+        BinOp::Maximum | BinOp::Minimum => {
+            let r = if op == BinOp::Maximum { a.maximum(&b) } else { a.minimum(&b) }.py()?;
+            return if float { propagate_nan(r, &a, &b) } else { Ok(r) };
+        }
+        BinOp::Eq => a.eq(&b),
+        BinOp::Ne => a.ne(&b),
+        BinOp::Lt => a.lt(&b),
+        BinOp::Le => a.le(&b),
+        BinOp::Gt => a.gt(&b),
+        BinOp::Ge => a.ge(&b),
+        BinOp::And if ct == DType::Bool => a.minimum(&b),
+        BinOp::Or if ct == DType::Bool => a.maximum(&b),
+        BinOp::Xor if ct == DType::Bool => a.ne(&b),
+        // Integer bitwise ops: rare in inference, computed on the host.
+        BinOp::And | BinOp::Or | BinOp::Xor => {
+            return crate::device::via_host(&[&a, &b], |h| compute(op, &h[0], &h[1], ct));
+        }
+    };
+    r.py()
+}
+
+/// x where neither input is NaN, else NaN (torch's maximum/minimum/clamp propagate NaN; Candle's
+/// do not).
+fn propagate_nan(r: Tensor, a: &Tensor, b: &Tensor) -> PyResult<Tensor> {
+    let nan = a.ne(a).py()?.maximum(&b.ne(b).py()?).py()?;
+    nan.where_cond(&(a + b).py()?, &r).py()
+}
+
+/// torch's floor division of floats: floor(a / b), and a / b itself where b is 0 (±inf or NaN).
+fn floor_div_float(a: &Tensor, b: &Tensor) -> PyResult<Tensor> {
+    let q = (a / b).py()?;
+    let zero = b.zeros_like().py()?;
+    b.eq(&zero).py()?.where_cond(&q, &q.floor().py()?).py()
+}
+
+/// Floor division of integers (b has no zeros): the truncated quotient, one less where the
+/// remainder is nonzero and of the other sign than b.
+fn floor_div_int(a: &Tensor, b: &Tensor) -> PyResult<Tensor> {
+    let (af, bf) = (a.to_dtype(candle_core::DType::F64).py()?, b.to_dtype(candle_core::DType::F64).py()?);
+    if a.dtype() == candle_core::DType::U8 {
+        return (af / bf).py()?.floor().py()?.to_dtype(a.dtype()).py();
     }
-    .py()
+    // Exact for |values| < 2^53; beyond that through the integer quotient fixed up below.
+    let q = (&af / &bf).py()?.trunc_().py()?.to_dtype(a.dtype()).py()?;
+    let r = (a - (&q * b).py()?).py()?;
+    let zero = r.zeros_like().py()?;
+    let fix = r.ne(&zero).py()?.minimum(&r.lt(&zero).py()?.ne(&b.lt(&zero.broadcast_as(b.dims()).py()?).py()?).py()?).py()?;
+    (q - fix.to_dtype(a.dtype()).py()?).py()
+}
+
+trait Trunc {
+    fn trunc_(&self) -> candle_core::Result<Tensor>;
+}
+impl Trunc for Tensor {
+    /// Rounds toward zero: floor for positive values, ceil for negative ones.
+    fn trunc_(&self) -> candle_core::Result<Tensor> {
+        let zero = self.zeros_like()?;
+        self.ge(&zero)?.where_cond(&self.floor()?, &self.ceil()?)
+    }
+}
+
+/// a^b for float tensors with torch's (C's pow) rules: Candle's pow is exp(b·ln a), NaN for every
+/// negative base. Here |a|^b, negated for a negative base and an odd integer exponent, NaN for a
+/// negative base and a fractional exponent; x^0 = 1 for every x, NaN included.
+fn pow_device(a: &Tensor, b: &Tensor) -> PyResult<Tensor> {
+    let mag = (b * a.abs().py()?.log().py()?).py()?.exp().py()?;
+    let zero = a.zeros_like().py()?;
+    let one = a.ones_like().py()?;
+    let neg = a.lt(&zero).py()?;
+    let b_int = b.eq(&b.floor().py()?).py()?;
+    let b_odd = {
+        let half = (b * 0.5).py()?;
+        b_int.minimum(&half.ne(&half.floor().py()?).py()?).py()?
+    };
+    let nan = (&zero / &zero).py()?;
+    let signed = b_odd.where_cond(&mag.neg().py()?, &mag).py()?;
+    let neg_result = b_int.where_cond(&signed, &nan).py()?;
+    let r = neg.where_cond(&neg_result, &mag).py()?;
+    b.eq(&zero).py()?.where_cond(&one, &r).py()
 }
 
 /// The dtype an op computes in, from the promoted dtype of its operands.
@@ -327,6 +407,8 @@ pub fn binary(a: &PyTensor, b: Operand<'_>, op: BinOp, reflected: bool) -> PyRes
         Operand::T(t) => cast(&t.t, t.dtype, ct)?,
         Operand::S(s) => s.tensor(ct, a.t.device())?,
     };
+    let ta = super::scalar_to(ta, tb.device())?;
+    let tb = super::scalar_to(tb, ta.device())?;
     let (l, r) = if reflected { (tb, ta) } else { (ta, tb) };
     let numel = l.elem_count().max(r.elem_count());
     let out = if numel >= super::kernels::PAR_THRESHOLD {
@@ -383,7 +465,7 @@ pub(crate) fn float_unary<F32, F64, C>(x: &PyTensor, f32f: F32, f64f: F64, on_de
 where
     F32: Fn(f32) -> f32 + Sync + Send,
     F64: Fn(f64) -> f64 + Sync + Send,
-    C: Fn(&Tensor) -> candle_core::Result<Tensor>,
+    C: Fn(&Tensor) -> PyResult<Tensor>,
 {
     let out_dtype = if x.dtype.is_float() { x.dtype } else { DType::F32 };
     if x.is_meta() {
@@ -391,7 +473,7 @@ where
     }
     if !is_cpu(&x.t) {
         let t = cast(&x.t, x.dtype, out_dtype)?;
-        return Ok(PyTensor::new(on_device(&t).py()?, out_dtype));
+        return Ok(PyTensor::new(on_device(&t)?, out_dtype));
     }
     let work = |t: &Tensor| -> PyResult<Tensor> {
         match out_dtype {
@@ -415,11 +497,12 @@ where
 
 /// An op that keeps integer dtypes (abs, neg, sign, rounding): `fi` on ints, `ff` on floats.
 macro_rules! keep_dtype_unary {
-    ($x:expr, |$v:ident| int: $int:expr, float: $flt:expr) => {{
+    ($x:expr, |$v:ident| int: $int:expr, float: $flt:expr, device: $dev:expr) => {{
         let x: &PyTensor = $x;
         let t = &x.t;
         if !is_cpu(t) {
-            return Err(runtime_err("this op is not supported on this device yet"));
+            let f: fn(&Tensor, bool) -> PyResult<Tensor> = $dev;
+            return Ok(x.same(f(t, x.dtype.is_float())?));
         }
         let out = match x.dtype {
             DType::F32 => map_cpu::<f32, f32, _>(t, |$v: f32| $flt),
@@ -435,6 +518,50 @@ macro_rules! keep_dtype_unary {
         }?;
         Ok(x.same(out))
     }};
+}
+
+/// Device formulas (Candle ops) of the elementwise ops whose Candle counterpart differs from torch.
+pub(crate) mod dev {
+    use crate::error::IntoPyResult;
+    use candle_core::Tensor;
+    use pyo3::PyResult;
+
+    /// `neg` where t < 0, else `pos`.
+    pub fn select_neg(t: &Tensor, neg: &Tensor, pos: &Tensor) -> PyResult<Tensor> {
+        t.lt(&t.zeros_like().py()?).py()?.where_cond(neg, pos).py()
+    }
+    /// max(x, 0) keeping NaN and -0.0, as torch's relu (Candle's drops NaN).
+    pub fn relu(t: &Tensor) -> candle_core::Result<Tensor> {
+        let zero = t.zeros_like()?;
+        t.lt(&zero)?.where_cond(&zero, t)
+    }
+    /// 1 for positive, -1 for negative, x itself for zeros and NaN.
+    pub fn sign(t: &Tensor) -> PyResult<Tensor> {
+        let zero = t.zeros_like().py()?;
+        let one = t.ones_like().py()?;
+        let pos = t.gt(&zero).py()?.where_cond(&one, t).py()?;
+        t.lt(&zero).py()?.where_cond(&one.affine(-1.0, 0.0).py()?, &pos).py()
+    }
+    /// Round half to even, as torch (Candle's round goes away from zero).
+    pub fn round_half_even(t: &Tensor) -> PyResult<Tensor> {
+        let dt = t.dtype();
+        if matches!(dt, candle_core::DType::F16 | candle_core::DType::BF16) {
+            return round_half_even(&t.to_dtype(candle_core::DType::F32).py()?)?.to_dtype(dt).py();
+        }
+        let r = (t + 0.5).py()?.floor().py()?;
+        let tie = (&r - t).py()?.eq(&t.ones_like().py()?.affine(0.5, 0.0).py()?).py()?;
+        let half = (&r * 0.5).py()?;
+        let odd = half.ne(&half.floor().py()?).py()?;
+        let down = tie.minimum(&odd).py()?;
+        let r = down.where_cond(&(&r - 1.0).py()?, &r).py()?;
+        // From 2^23 (f32) or 2^52 (f64) up every value is an integer, and x + 0.5 would round.
+        let big = if dt == candle_core::DType::F64 { 4503599627370496.0 } else { 8388608.0 };
+        t.abs().py()?.ge(&t.ones_like().py()?.affine(big, 0.0).py()?).py()?.where_cond(t, &r).py()
+    }
+    /// Logical not of a bool (u8 0/1) tensor.
+    pub fn not(t: &Tensor) -> PyResult<Tensor> {
+        t.eq(&t.zeros_like().py()?).py()
+    }
 }
 
 /// Lets the integer arms of `keep_dtype_unary!` name signed-only methods on u8.
@@ -459,41 +586,57 @@ fn erf_f64(x: f64) -> f64 {
 }
 
 macro_rules! float_methods {
-    ($($name:ident: $f32:expr, $f64:expr, $dev:expr;)*) => {
+    ($($name:ident: $f32:expr, $f64:expr, $dev:tt;)*) => {
         #[pymethods]
         impl PyTensor {
             $(
                 pub fn $name(&self) -> PyResult<PyTensor> {
-                    float_unary(self, $f32, $f64, $dev)
+                    float_methods!(@call self, $f32, $f64, $dev)
                 }
             )*
         }
     };
+    (@call $x:ident, $f32:expr, $f64:expr, host) => {
+        float_unary($x, $f32, $f64, |t: &Tensor| host_unary(t, $f32, $f64))
+    };
+    (@call $x:ident, $f32:expr, $f64:expr, $dev:expr) => {
+        float_unary($x, $f32, $f64, |t: &Tensor| ($dev)(t).py())
+    };
+}
+
+/// A float op with no device formula, computed on the host (via_host): inverse trigonometric and
+/// hyperbolic functions, rare in inference.
+fn host_unary(t: &Tensor, f32f: impl Fn(f32) -> f32 + Sync, f64f: impl Fn(f64) -> f64 + Sync) -> PyResult<Tensor> {
+    let dt = t.dtype();
+    crate::device::via_host(&[t], |h| match dt {
+        candle_core::DType::F64 => map_cpu::<f64, f64, _>(&h[0], &f64f),
+        _ => map_cpu::<f32, f32, _>(&super::convert(&h[0], candle_core::DType::F32)?, &f32f)?.to_dtype(dt).py(),
+    })
 }
 
 float_methods! {
-    exp: exp_f32, f64::exp, |t: &Tensor| t.exp();
-    log: f32::ln, f64::ln, |t: &Tensor| t.log();
-    log2: f32::log2, f64::log2, |t: &Tensor| t.log()? * std::f64::consts::LOG2_E;
-    log10: f32::log10, f64::log10, |t: &Tensor| t.log()? * std::f64::consts::LOG10_E;
-    log1p: f32::ln_1p, f64::ln_1p, |t: &Tensor| (t + 1.0)?.log();
-    expm1: f32::exp_m1, f64::exp_m1, |t: &Tensor| t.exp()? - 1.0;
-    sqrt: f32::sqrt, f64::sqrt, |t: &Tensor| t.sqrt();
-    rsqrt: |x: f32| 1.0 / x.sqrt(), |x: f64| 1.0 / x.sqrt(), |t: &Tensor| t.sqrt()?.recip();
-    sin: f32::sin, f64::sin, |t: &Tensor| t.sin();
-    cos: f32::cos, f64::cos, |t: &Tensor| t.cos();
-    tan: f32::tan, f64::tan, |t: &Tensor| t.sin()? / t.cos()?;
-    asin: f32::asin, f64::asin, |_t: &Tensor| candle_core::bail!("asin is not supported on this device yet");
-    acos: f32::acos, f64::acos, |_t: &Tensor| candle_core::bail!("acos is not supported on this device yet");
-    atan: f32::atan, f64::atan, |_t: &Tensor| candle_core::bail!("atan is not supported on this device yet");
-    sinh: f32::sinh, f64::sinh, |_t: &Tensor| candle_core::bail!("sinh is not supported on this device yet");
-    cosh: f32::cosh, f64::cosh, |_t: &Tensor| candle_core::bail!("cosh is not supported on this device yet");
-    tanh: tanh_f32, f64::tanh, |t: &Tensor| t.tanh();
-    sigmoid: sigmoid_f32, |x: f64| 1.0 / (1.0 + (-x).exp()), |t: &Tensor| candle_nn::ops::sigmoid(t);
-    erf: erf_f32, erf_f64, |t: &Tensor| t.erf();
-    reciprocal: |x: f32| 1.0 / x, |x: f64| 1.0 / x, |t: &Tensor| t.recip();
+    exp: exp_f32, f64::exp, (|t: &Tensor| t.exp());
+    log: f32::ln, f64::ln, (|t: &Tensor| t.log());
+    log2: f32::log2, f64::log2, (|t: &Tensor| t.log()? * std::f64::consts::LOG2_E);
+    log10: f32::log10, f64::log10, (|t: &Tensor| t.log()? * std::f64::consts::LOG10_E);
+    log1p: f32::ln_1p, f64::ln_1p, host;
+    expm1: f32::exp_m1, f64::exp_m1, host;
+    sqrt: f32::sqrt, f64::sqrt, (|t: &Tensor| t.sqrt());
+    rsqrt: |x: f32| 1.0 / x.sqrt(), |x: f64| 1.0 / x.sqrt(), (|t: &Tensor| t.sqrt()?.recip());
+    sin: f32::sin, f64::sin, (|t: &Tensor| t.sin());
+    cos: f32::cos, f64::cos, (|t: &Tensor| t.cos());
+    tan: f32::tan, f64::tan, (|t: &Tensor| t.sin()? / t.cos()?);
+    asin: f32::asin, f64::asin, host;
+    acos: f32::acos, f64::acos, host;
+    atan: f32::atan, f64::atan, host;
+    sinh: f32::sinh, f64::sinh, host;
+    cosh: f32::cosh, f64::cosh, host;
+    tanh: tanh_f32, f64::tanh, (|t: &Tensor| t.tanh());
+    sigmoid: sigmoid_f32, |x: f64| 1.0 / (1.0 + (-x).exp()), (|t: &Tensor| candle_nn::ops::sigmoid(t));
+    erf: erf_f32, erf_f64, (|t: &Tensor| t.erf());
+    reciprocal: |x: f32| 1.0 / x, |x: f64| 1.0 / x, (|t: &Tensor| t.recip());
     // `x < 0 ? 0 : x`: NaN and -0.0 pass through, as torch's relu (and the in-place AVX path) keep them.
-    relu_float: |x: f32| if x < 0.0 { 0.0 } else { x }, |x: f64| if x < 0.0 { 0.0 } else { x }, |t: &Tensor| t.relu();
+    relu_float: |x: f32| if x < 0.0 { 0.0 } else { x }, |x: f64| if x < 0.0 { 0.0 } else { x }, (|t: &Tensor| dev::relu(t));
 }
 
 #[pymethods]
@@ -597,7 +740,7 @@ impl PyTensor {
                 "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.",
             ));
         }
-        keep_dtype_unary!(self, |v| int: v.wrapping_neg_(), float: -v)
+        keep_dtype_unary!(self, |v| int: v.wrapping_neg_(), float: -v, device: |t, _| t.affine(-1.0, 0.0).py())
     }
     fn __pos__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
         slf
@@ -607,9 +750,9 @@ impl PyTensor {
     }
     fn __invert__(&self) -> PyResult<PyTensor> {
         match self.dtype {
-            DType::Bool => Ok(self.same(map_cpu::<u8, u8, _>(&self.t, |v| (v == 0) as u8)?)),
+            DType::Bool => Ok(self.same(dev::not(&self.t)?)),
             d if d.is_float() => Err(type_err("~ (bitwise_not) is only supported for integer and bool tensors")),
-            _ => keep_dtype_unary!(self, |v| int: !v, float: v),
+            _ => keep_dtype_unary!(self, |v| int: !v, float: v, device: |t, _| t.affine(-1.0, -1.0).py()),
         }
     }
 
@@ -701,7 +844,7 @@ impl PyTensor {
     }
     fn logical_not(&self) -> PyResult<PyTensor> {
         let b = cast(&self.t, self.dtype, DType::Bool)?;
-        Ok(PyTensor::boolean(map_cpu::<u8, u8, _>(&b, |v| (v == 0) as u8)?))
+        Ok(PyTensor::boolean(dev::not(&b)?))
     }
     fn logical_and(&self, other: &PyTensor) -> PyResult<PyTensor> {
         logical(self, other, BinOp::And)
@@ -714,7 +857,7 @@ impl PyTensor {
     }
 
     fn abs(&self) -> PyResult<PyTensor> {
-        keep_dtype_unary!(self, |v| int: v.abs_(), float: v.abs())
+        keep_dtype_unary!(self, |v| int: v.abs_(), float: v.abs(), device: |t, float| if float { t.abs().py() } else { dev::select_neg(t, &t.affine(-1.0, 0.0).py()?, t) })
     }
     fn neg(&self) -> PyResult<PyTensor> {
         self.__neg__()
@@ -723,16 +866,16 @@ impl PyTensor {
         self.__neg__()
     }
     fn sign(&self) -> PyResult<PyTensor> {
-        keep_dtype_unary!(self, |v| int: v.signum_(), float: if v > 0.0 { 1.0 } else if v < 0.0 { -1.0 } else { v * 0.0 })
+        keep_dtype_unary!(self, |v| int: v.signum_(), float: if v > 0.0 { 1.0 } else if v < 0.0 { -1.0 } else { v * 0.0 }, device: |t, _| dev::sign(t))
     }
     fn floor(&self) -> PyResult<PyTensor> {
-        keep_dtype_unary!(self, |v| int: v, float: v.floor())
+        keep_dtype_unary!(self, |v| int: v, float: v.floor(), device: |t, float| if float { t.floor().py() } else { Ok(t.clone()) })
     }
     fn ceil(&self) -> PyResult<PyTensor> {
-        keep_dtype_unary!(self, |v| int: v, float: v.ceil())
+        keep_dtype_unary!(self, |v| int: v, float: v.ceil(), device: |t, float| if float { t.ceil().py() } else { Ok(t.clone()) })
     }
     fn trunc(&self) -> PyResult<PyTensor> {
-        keep_dtype_unary!(self, |v| int: v, float: v.trunc())
+        keep_dtype_unary!(self, |v| int: v, float: v.trunc(), device: |t, float| if float { t.trunc_().py() } else { Ok(t.clone()) })
     }
     fn fix(&self) -> PyResult<PyTensor> {
         self.trunc()
@@ -741,10 +884,10 @@ impl PyTensor {
     #[pyo3(signature = (*, decimals=0))]
     fn round(&self, decimals: i64) -> PyResult<PyTensor> {
         if decimals == 0 {
-            return keep_dtype_unary!(self, |v| int: v, float: v.round_ties_even());
+            return keep_dtype_unary!(self, |v| int: v, float: v.round_ties_even(), device: |t, float| if float { dev::round_half_even(t) } else { Ok(t.clone()) });
         }
         if !self.dtype.is_float() {
-            return keep_dtype_unary!(self, |v| int: v, float: v);
+            return keep_dtype_unary!(self, |v| int: v, float: v, device: |t, _| Ok(t.clone()));
         }
         let s = 10f64.powi(decimals as i32);
         let scaled = binary(self, Operand::S(Scalar::Float(s)), BinOp::Mul, false)?;
@@ -758,7 +901,7 @@ impl PyTensor {
         if self.dtype.is_float() {
             self.relu_float()
         } else {
-            keep_dtype_unary!(self, |v| int: if v > 0 { v } else { 0 }, float: v)
+            keep_dtype_unary!(self, |v| int: if v > 0 { v } else { 0 }, float: v, device: |t, _| dev::select_neg(t, &t.zeros_like().py()?, t))
         }
     }
     fn isnan(&self) -> PyResult<PyTensor> {
@@ -858,6 +1001,14 @@ impl PyTensor {
             _ => return Ok(self.same(self.t.copy().py()?)),
         };
         let (p, n) = (posinf.unwrap_or(fmax), neginf.unwrap_or(fmin));
+        if !is_cpu(&self.t) {
+            let t = &self.t;
+            let c = |v: f64| -> PyResult<Tensor> { t.ones_like().py()?.affine(v, 0.0).py() };
+            let inf = c(f64::INFINITY)?;
+            let r = t.eq(&inf).py()?.where_cond(&c(p)?, t).py()?;
+            let r = t.eq(&inf.neg().py()?).py()?.where_cond(&c(n)?, &r).py()?;
+            return Ok(self.same(t.ne(t).py()?.where_cond(&c(nan)?, &r).py()?));
+        }
         let f = move |v: f64| if v.is_nan() { nan } else if v == f64::INFINITY { p } else if v == f64::NEG_INFINITY { n } else { v };
         let out = match self.dtype {
             DType::F64 => map_cpu::<f64, f64, _>(&self.t, f)?,
@@ -962,7 +1113,7 @@ pub(crate) fn pow_op(x: &PyTensor, e: Operand<'_>, reflected: bool) -> PyResult<
     if let (false, true, Operand::S(s)) = (reflected, x.dtype.is_float(), e) {
         let v = s.as_f64();
         if v == 2.0 {
-            return float_unary(x, |a: f32| a * a, |a: f64| a * a, |t: &Tensor| t.sqr());
+            return float_unary(x, |a: f32| a * a, |a: f64| a * a, |t: &Tensor| t.sqr().py());
         }
         if v == 0.5 {
             return x.sqrt();
@@ -986,6 +1137,23 @@ fn logical(a: &PyTensor, b: &PyTensor, op: BinOp) -> PyResult<PyTensor> {
 }
 
 fn float_test(x: &PyTensor, f: fn(f64) -> bool) -> PyResult<PyTensor> {
+    if !is_cpu(&x.t) {
+        // The same predicate on the device: from what it says of NaN, ±inf and a finite value.
+        let t = &x.t;
+        let (nan, pinf, ninf, fin) = (f(f64::NAN), f(f64::INFINITY), f(f64::NEG_INFINITY), f(0.0));
+        if !x.dtype.is_float() {
+            let c = Tensor::new(fin as u8, t.device()).py()?;
+            return Ok(PyTensor::boolean(c.broadcast_as(t.dims()).py()?.contiguous().py()?));
+        }
+        let zero = t.zeros_like().py()?;
+        let is_nan = t.ne(t).py()?;
+        let finite = (t - t).py()?.eq(&zero).py()?;
+        let pos = t.gt(&zero).py()?;
+        let c = |v: bool| -> PyResult<Tensor> { Tensor::new(v as u8, t.device()).py()?.broadcast_as(t.dims()).py() };
+        let inf = pos.where_cond(&c(pinf)?, &c(ninf)?).py()?;
+        let r = finite.where_cond(&c(fin)?, &inf).py()?;
+        return Ok(PyTensor::boolean(is_nan.where_cond(&c(nan)?, &r).py()?));
+    }
     let out = match x.dtype {
         DType::F64 => map_cpu::<f64, u8, _>(&x.t, |v| f(v) as u8)?,
         d if d.is_float() => {
@@ -1009,8 +1177,9 @@ pub fn where_(cond: &PyTensor, x: Operand<'_>, y: Operand<'_>) -> PyResult<PyTen
             Operand::S(s) => s.tensor(ct, dev),
         }
     };
-    let (tx, ty) = (to_t(x)?, to_t(y)?);
+    let (tx, ty) = (super::scalar_to(to_t(x)?, dev)?, super::scalar_to(to_t(y)?, dev)?);
     let c = cast(&cond.t, cond.dtype, DType::Bool)?;
+    crate::device::common(&[&c, &tx, &ty])?;
     let dims = broadcast_dims(&broadcast_dims(c.dims(), tx.dims())?, ty.dims())?;
     crate::memory::ensure(&dims, tx.dtype(), tx.device())?;
     let out = if is_cpu(&c) {
@@ -1043,6 +1212,7 @@ fn where_cpu(c: &Tensor, a: &Tensor, b: &Tensor, dims: &[usize]) -> PyResult<Ten
 
 /// torch.matmul: 1-D operands are promoted and the added dims removed; batch dims broadcast.
 pub fn matmul(a: &PyTensor, b: &PyTensor) -> PyResult<PyTensor> {
+    crate::device::common(&[&a.t, &b.t])?;
     if a.rank() == 0 || b.rank() == 0 {
         return Err(runtime_err(format!(
             "both arguments to matmul need to be at least 1D, but they are {}D and {}D",

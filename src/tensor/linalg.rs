@@ -90,7 +90,7 @@ multiversion! {
 /// `ta @ tb` for CPU float operands already broadcast to `batch`; `None` hands other dtypes and
 /// devices to Candle.
 pub fn fast_matmul(ta: &Tensor, tb: &Tensor, batch: &[usize]) -> Option<pyo3::PyResult<Tensor>> {
-    if !matches!(ta.device(), Device::Cpu) || ta.dtype() != tb.dtype() {
+    if !crate::device::cpu_kernels(ta) || !crate::device::cpu_kernels(tb) || ta.dtype() != tb.dtype() {
         return None;
     }
     match ta.dtype() {

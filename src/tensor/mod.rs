@@ -235,7 +235,7 @@ pub fn cast(t: &Tensor, from: DType, to: DType) -> PyResult<Tensor> {
         return wrap_i8(&convert(t, candle_core::DType::I16)?);
     }
     if to == DType::Bool {
-        if t.device().is_cpu() {
+        if crate::device::cpu_kernels(t) {
             return with_dtype!(t.dtype(), T => map_cpu::<T, u8, _>(t, |x| (x != T::from_f64(0.0)) as u8));
         }
         let zero = t.zeros_like().py()?;
@@ -247,7 +247,11 @@ pub fn cast(t: &Tensor, from: DType, to: DType) -> PyResult<Tensor> {
 /// int16 (or int32) values wrapped into int8's range, in int16 storage: the data of an int8 tensor.
 pub fn wrap_i8(t: &Tensor) -> PyResult<Tensor> {
     if !t.device().is_cpu() {
-        return Err(runtime_err("int8 tensors are CPU-only so far"));
+        return Err(crate::error::dtype_err("int8 tensors are CPU-only so far"));
+    }
+    if !crate::device::cpu_kernels(t) {
+        // The generic test mode: the CPU kernel below is how int8 is computed anywhere.
+        return crate::device::on_host(|| wrap_i8(t));
     }
     match t.dtype() {
         candle_core::DType::I32 => map_cpu::<i32, i16, _>(t, |v| v as i8 as i16),
@@ -261,7 +265,7 @@ pub fn wrap_i8(t: &Tensor) -> PyResult<Tensor> {
 pub fn convert(t: &Tensor, to: candle_core::DType) -> PyResult<Tensor> {
     use candle_core::DType as C;
     use kernels::Half;
-    if t.device().is_cpu() {
+    if crate::device::cpu_kernels(t) {
         match (t.dtype(), to) {
             (C::BF16, C::F32) => return map_cpu::<half::bf16, f32, _>(t, Half::widen),
             (C::F16, C::F32) => return map_cpu::<half::f16, f32, _>(t, Half::widen),
@@ -281,7 +285,7 @@ pub fn with_f32<R>(t: &Tensor, f: impl FnOnce(&[f32]) -> R) -> PyResult<R> {
 
 /// `with_f32` for any element type `T`.
 pub fn with_slice<T: WithDType, R>(t: &Tensor, f: impl FnOnce(&[T]) -> R) -> PyResult<R> {
-    if t.dtype() == T::DTYPE && t.is_contiguous() && t.device().is_cpu() {
+    if t.dtype() == T::DTYPE && t.is_contiguous() && crate::device::cpu_kernels(t) {
         let (storage, layout) = t.storage_and_layout();
         meta::check_storage_readable(&storage, t.dtype())?;
         let Storage::Cpu(cpu) = &*storage else { return Err(runtime_err("expected a CPU tensor")) };
@@ -291,14 +295,30 @@ pub fn with_slice<T: WithDType, R>(t: &Tensor, f: impl FnOnce(&[T]) -> R) -> PyR
     Ok(f(&cpu_vec::<T>(t)?))
 }
 
-/// A tensor's elements, row-major, on the CPU and converted to `T` (a copy).
+/// A CPU tensor's elements, row-major, converted to `T` (a copy), as input of a CPU kernel: a
+/// tensor on another device (or on the generic path) is refused, since its result would land on
+/// the host. Reads the host needs on purpose go through `host_vec`.
 pub fn cpu_vec<T: WithDType>(t: &Tensor) -> PyResult<Vec<T>> {
+    crate::device::host_only(t, "cpu_vec")?;
+    host_vec(t)
+}
+
+/// A tensor's elements, row-major, converted to `T`, copied to the host from any device: for values
+/// the host needs (item(), tolist(), indices that decide a shape). On CUDA it waits for the device.
+pub fn host_vec<T: WithDType>(t: &Tensor) -> PyResult<Vec<T>> {
     meta::check_readable(t)?;
-    convert(&t.to_device(&Device::Cpu).py()?, T::DTYPE)?.flatten_all().py()?.to_vec1::<T>().py()
+    let t = t.flatten_all().py()?;
+    let t = match () {
+        _ if t.dtype() == T::DTYPE => t,
+        _ if t.device().is_cpu() => crate::device::on_host(|| convert(&t, T::DTYPE))?,
+        _ => t.to_dtype(T::DTYPE).py()?,
+    };
+    Python::attach(|py| py.detach(|| t.to_vec1::<T>())).py()
 }
 
 /// Runs `f` over a CPU tensor's elements (any layout) into a new contiguous tensor.
 pub fn map_cpu<T: WithDType, U: WithDType, F: Fn(T) -> U + Sync>(t: &Tensor, f: F) -> PyResult<Tensor> {
+    crate::device::host_only(t, "map_cpu")?;
     let (storage, layout) = t.storage_and_layout();
     meta::check_storage_readable(&storage, t.dtype())?;
     let Storage::Cpu(cpu) = &*storage else {
@@ -318,6 +338,8 @@ pub fn zip_cpu<T: WithDType, U: WithDType, F: Fn(T, T) -> U + Sync>(
     out_dims: &[usize],
     f: F,
 ) -> PyResult<Tensor> {
+    crate::device::host_only(a, "zip_cpu")?;
+    crate::device::host_only(b, "zip_cpu")?;
     let (sa, la) = a.storage_and_layout();
     let (sb, lb) = b.storage_and_layout();
     meta::check_storage_readable(&sa, a.dtype())?;
@@ -351,6 +373,15 @@ macro_rules! with_dtype {
 }
 pub(crate) use with_dtype;
 
+/// torch lets a 0-d CPU tensor join an op on another device, as a Python number would: such a
+/// tensor moves to `device`; anything else is returned as it is (a mismatch is the op's to report).
+pub fn scalar_to(t: Tensor, device: &Device) -> PyResult<Tensor> {
+    if t.rank() == 0 && t.device().is_cpu() && !device.is_cpu() {
+        return t.to_device(device).py();
+    }
+    Ok(t)
+}
+
 /// Torch's broadcast of two shapes, with its error message.
 pub fn broadcast_dims(a: &[usize], b: &[usize]) -> PyResult<Vec<usize>> {
     let n = a.len().max(b.len());
@@ -380,6 +411,8 @@ pub fn norm_dim(dim: i64, rank: usize) -> PyResult<usize> {
     Ok(if dim < 0 { (dim + r) as usize } else { dim as usize })
 }
 
+/// Whether our CPU kernels take `t` (see `device::cpu_kernels`); false sends an op down its
+/// device-generic path.
 pub fn is_cpu(t: &Tensor) -> bool {
-    matches!(t.device(), Device::Cpu)
+    crate::device::cpu_kernels(t)
 }

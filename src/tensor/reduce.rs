@@ -92,6 +92,59 @@ where
     Tensor::from_vec(out, out_dims, &Device::Cpu).py()
 }
 
+/// The device form of `rows`: `dims` moved last and flattened into one row per output, `f` reducing
+/// a (outputs, row) tensor to (outputs, 1) with Candle ops; the result shaped as `rows` shapes it.
+fn rows_dev(t: &Tensor, dims: &[usize], keepdim: bool, f: impl FnOnce(&Tensor, usize) -> PyResult<Tensor>) -> PyResult<Tensor> {
+    super::meta::check_readable(t)?;
+    let rank = t.rank();
+    let orig = t.dims().to_vec();
+    let kept: Vec<usize> = (0..rank).filter(|d| !dims.contains(d)).collect();
+    let order: Vec<usize> = kept.iter().chain(dims.iter()).copied().collect();
+    let t = if rank > 0 { t.permute(order).py()?.contiguous().py()? } else { t.contiguous().py()? };
+    let row: usize = dims.iter().map(|&d| orig[d]).product();
+    let n_out: usize = kept.iter().map(|&d| orig[d]).product();
+    let out_dims: Vec<usize> = if keepdim {
+        (0..rank).map(|d| if dims.contains(&d) { 1 } else { orig[d] }).collect()
+    } else {
+        kept.iter().map(|&d| orig[d]).collect()
+    };
+    let r = f(&t.reshape((n_out, row)).py()?, row)?;
+    r.reshape(out_dims).py()
+}
+
+/// NaN where a row (of a (outputs, row) tensor) holds one, else `r` (outputs, 1): torch's max, min
+/// and their kin propagate NaN; Candle's skip it.
+fn nan_rows(x: &Tensor, r: Tensor) -> PyResult<Tensor> {
+    if !x.dtype().is_float() {
+        return Ok(r);
+    }
+    let has = x.ne(x).py()?.max_keepdim(1).py()?;
+    let nan = (r.zeros_like().py()? / r.zeros_like().py()?).py()?;
+    has.where_cond(&nan, &r).py()
+}
+
+/// A constant (outputs, 1) tensor: reductions over empty rows, which Candle's kernels do not define.
+fn filled(x: &Tensor, v: f64, dt: candle_core::DType) -> PyResult<Tensor> {
+    Tensor::ones((x.dims()[0], 1), dt, x.device()).py()?.affine(v, 0.0).py()
+}
+
+/// Inclusive scan of `x` along `dim` in log2(n) shifted adds (or products): exact for integers,
+/// no (n × n) matrix as Candle's cumsum builds.
+fn scan_dev(x: &Tensor, dim: usize, prod: bool) -> PyResult<Tensor> {
+    let n = x.dims()[dim];
+    let mut x = x.contiguous().py()?;
+    let mut s = 1;
+    while s < n {
+        let mut pad_dims = x.dims().to_vec();
+        pad_dims[dim] = s;
+        let pad = if prod { Tensor::ones(pad_dims, x.dtype(), x.device()) } else { Tensor::zeros(pad_dims, x.dtype(), x.device()) }.py()?;
+        let shifted = Tensor::cat(&[&pad, &x.narrow(dim, 0, n - s).py()?], dim).py()?;
+        x = if prod { (&x * &shifted).py()? } else { (&x + &shifted).py()? };
+        s *= 2;
+    }
+    Ok(x)
+}
+
 /// Sum of an f32 row in blocks of f32 lanes (vectorised) folded into f64, for accuracy and speed.
 /// Short rows (pooling heads, small dims) take 8 lanes and no 1024-element blocks around them.
 #[inline(always)]
@@ -166,6 +219,12 @@ impl PyTensor {
 
     fn sum_impl(&self, dims: &[usize], keepdim: bool, dtype: Option<DType>) -> PyResult<PyTensor> {
         let out_dt = dtype.unwrap_or(if self.dtype.is_float() { self.dtype } else { DType::I64 });
+        if !super::is_cpu(&self.t) {
+            let work = if out_dt.is_float() { if out_dt == DType::F64 { DType::F64 } else { DType::F32 } } else { DType::I64 };
+            let src = cast(&self.t, self.dtype, work)?;
+            let r = rows_dev(&src, dims, keepdim, |x, row| if row == 0 { filled(x, 0.0, x.dtype()) } else { x.sum_keepdim(1).py() })?;
+            return Ok(PyTensor::new(cast(&r, work, out_dt)?, out_dt));
+        }
         if out_dt.is_float() {
             let src = cast(&self.t, self.dtype, if out_dt == DType::F64 { DType::F64 } else { DType::F32 })?;
             let r = if src.dtype() == candle_core::DType::F64 {
@@ -189,6 +248,14 @@ impl PyTensor {
                 if max { "max" } else { "min" }
             )));
         }
+        if !super::is_cpu(&self.t) {
+            let src = if self.dtype == DType::Bool { self.t.clone() } else { self.t.clone() };
+            let r = rows_dev(&src, dims, keepdim, |x, _| {
+                let r = if max { x.max_keepdim(1) } else { x.min_keepdim(1) }.py()?;
+                nan_rows(x, r)
+            })?;
+            return Ok(self.same(r));
+        }
         let src = if matches!(self.dtype, DType::F16 | DType::BF16) { super::convert(&self.t, candle_core::DType::F32)? } else { self.t.clone() };
         let r = with_dtype!(src.dtype(), T => rows::<T, T, _>(&src, dims, keepdim, |r| {
             let mut m = r[0];
@@ -211,8 +278,22 @@ impl PyTensor {
                 if max { "argmax" } else { "argmin" }
             )));
         }
-        let src = if matches!(self.dtype, DType::F16 | DType::BF16) { super::convert(&self.t, candle_core::DType::F32)? } else { self.t.clone() };
         let dims: Vec<usize> = if self.rank() == 0 { vec![] } else { vec![dim] };
+        if !super::is_cpu(&self.t) {
+            let r = rows_dev(&self.t, &dims, keepdim, |x, _| {
+                let i = if max { x.argmax_keepdim(1) } else { x.argmin_keepdim(1) }.py()?;
+                let i = i.to_dtype(candle_core::DType::I64).py()?;
+                if !x.dtype().is_float() {
+                    return Ok(i);
+                }
+                // The first NaN wins, as torch's argmax/argmin.
+                let isnan = x.ne(x).py()?;
+                let has = isnan.max_keepdim(1).py()?;
+                has.where_cond(&isnan.argmax_keepdim(1).py()?.to_dtype(candle_core::DType::I64).py()?, &i).py()
+            })?;
+            return Ok(PyTensor::new(r, DType::I64));
+        }
+        let src = if matches!(self.dtype, DType::F16 | DType::BF16) { super::convert(&self.t, candle_core::DType::F32)? } else { self.t.clone() };
         let r = with_dtype!(src.dtype(), T => rows::<T, i64, _>(&src, &dims, keepdim, |r| {
             let mut best = 0usize;
             for (i, &v) in r.iter().enumerate() {
@@ -228,6 +309,17 @@ impl PyTensor {
     fn var_impl(&self, dim: Option<&Bound<'_, PyAny>>, correction: f64, keepdim: bool) -> PyResult<PyTensor> {
         self.float_input("var")?;
         let dims = reduce_dims(dim, self.rank())?;
+        if !super::is_cpu(&self.t) {
+            let work = if self.dtype == DType::F64 { DType::F64 } else { DType::F32 };
+            let src = cast(&self.t, self.dtype, work)?;
+            let r = rows_dev(&src, &dims, keepdim, |x, row| {
+                let mean = (x.sum_keepdim(1).py()? / row as f64).py()?;
+                let d = x.broadcast_sub(&mean).py()?;
+                let ss = d.sqr().py()?.sum_keepdim(1).py()?;
+                (ss / (row as f64 - correction).max(0.0)).py()
+            })?;
+            return Ok(self.same(cast(&r, work, self.dtype)?));
+        }
         let src = cast(&self.t, self.dtype, DType::F64)?;
         let r = rows::<f64, f64, _>(&src, &dims, keepdim, |r| {
             let n = r.len() as f64;
@@ -245,6 +337,10 @@ impl PyTensor {
             return Ok(PyTensor::new(cast(&self.t, self.dtype, out_dt)?, out_dt));
         }
         let d = norm_dim(dim, self.rank())?;
+        if !super::is_cpu(&self.t) {
+            let src = cast(&self.t, self.dtype, work_dt)?;
+            return Ok(PyTensor::new(cast(&scan_dev(&src, d, prod)?, work_dt, out_dt)?, out_dt));
+        }
         let last = self.rank() - 1;
         let src = cast(&self.t, self.dtype, work_dt)?.transpose(d, last).py()?.contiguous().py()?;
         let n = src.dims()[last];
@@ -278,6 +374,9 @@ impl PyTensor {
         let moved = if d == last { src } else { src.transpose(d, last).py()? };
         let out = if !super::is_cpu(&moved) {
             let m = moved.contiguous().py()?;
+            if m.elem_count() == 0 {
+                return Ok(PyTensor::new(src_empty(&m, d, last)?, dt));
+            }
             if log { candle_nn::ops::log_softmax(&m, last).py()? } else { candle_nn::ops::softmax_last_dim(&m).py()? }
         } else {
             let w = if dt == DType::F64 { moved } else { super::convert(&moved, candle_core::DType::F32)? };
@@ -293,6 +392,11 @@ impl PyTensor {
         let out = if d == last { out } else { out.transpose(d, last).py()?.contiguous().py()? };
         Ok(PyTensor::new(out, dt))
     }
+}
+
+/// An empty result of softmax: the empty input moved back from its transposition.
+fn src_empty(m: &Tensor, d: usize, last: usize) -> PyResult<Tensor> {
+    if d == last { Ok(m.clone()) } else { m.transpose(d, last).py()?.contiguous().py() }
 }
 
 /// Softmax (or log-softmax) of every last-dim row of a contiguous f32/f64 CPU tensor.
@@ -433,6 +537,12 @@ impl PyTensor {
         let dims = reduce_dims(dim, self.rank())?;
         let n: usize = dims.iter().map(|&d| self.dims()[d]).product();
         let src = cast(&self.t, self.dtype, if dt == DType::F64 { DType::F64 } else { DType::F32 })?;
+        if !super::is_cpu(&src) {
+            let r = rows_dev(&src, &dims, keepdim, |x, row| {
+                if row == 0 { filled(x, f64::NAN, x.dtype()) } else { (x.sum_keepdim(1).py()? / row as f64).py() }
+            })?;
+            return Ok(PyTensor::new(cast(&r, DType::from_candle(src.dtype())?, dt)?, dt));
+        }
         let r = if src.dtype() == candle_core::DType::F64 {
             rows::<f64, f64, _>(&src, &dims, keepdim, move |r| r.iter().sum::<f64>() / n as f64)?
         } else {
@@ -445,6 +555,15 @@ impl PyTensor {
         let (dim, keepdim) = (dim.or(axis), keepdim || keepdims.unwrap_or(false));
         let out_dt = opt_dtype(dtype)?.unwrap_or(if self.dtype.is_float() { self.dtype } else { DType::I64 });
         let dims = match dim { None => (0..self.rank()).collect(), Some(d) => vec![norm_dim(d, self.rank())?] };
+        if !super::is_cpu(&self.t) {
+            // No product reduction among Candle's kernels: computed on the host.
+            let r = crate::device::via_host(&[&self.t], |h| {
+                let x = self.same(h[0].clone());
+                Ok(x.prod(dim, keepdim, None, None, None)?.t)
+            })?;
+            let from = if self.dtype.is_float() { self.dtype } else { DType::I64 };
+            return Ok(PyTensor::new(cast(&r, from, out_dt)?, out_dt));
+        }
         let r = if out_dt.is_float() {
             let src = cast(&self.t, self.dtype, DType::F64)?;
             rows::<f64, f64, _>(&src, &dims, keepdim, |r| r.iter().product())?
@@ -514,6 +633,31 @@ impl PyTensor {
             },
         };
         let dims = reduce_dims(dim, self.rank())?;
+        if !super::is_cpu(&self.t) {
+            let work = if dt == DType::F64 { DType::F64 } else { DType::F32 };
+            let src = cast(&self.t, self.dtype, work)?;
+            let r = rows_dev(&src, &dims, keepdim, |x, row| {
+                let a = x.abs().py()?;
+                if row == 0 {
+                    return filled(x, if p == f64::NEG_INFINITY { f64::INFINITY } else { 0.0 }, x.dtype());
+                }
+                let r = if p == f64::INFINITY {
+                    a.max_keepdim(1).py()?
+                } else if p == f64::NEG_INFINITY {
+                    a.min_keepdim(1).py()?
+                } else if p == 0.0 {
+                    a.ne(&a.zeros_like().py()?).py()?.to_dtype(a.dtype()).py()?.sum_keepdim(1).py()?
+                } else if p == 2.0 {
+                    a.sqr().py()?.sum_keepdim(1).py()?.sqrt().py()?
+                } else if p == 1.0 {
+                    a.sum_keepdim(1).py()?
+                } else {
+                    a.powf(p).py()?.sum_keepdim(1).py()?.powf(1.0 / p).py()?
+                };
+                nan_rows(x, r)
+            })?;
+            return Ok(PyTensor::new(cast(&r, work, dt)?, dt));
+        }
         let src = cast(&self.t, self.dtype, DType::F64)?;
         let r = rows::<f64, f64, _>(&src, &dims, keepdim, move |r| {
             if p == f64::INFINITY {
@@ -536,6 +680,22 @@ impl PyTensor {
     fn logsumexp(&self, dim: &Bound<'_, PyAny>, keepdim: bool) -> PyResult<PyTensor> {
         let dt = if self.dtype.is_float() { self.dtype } else { DType::F32 };
         let dims = reduce_dims(Some(dim), self.rank())?;
+        if !super::is_cpu(&self.t) {
+            let work = if dt == DType::F64 { DType::F64 } else { DType::F32 };
+            let src = cast(&self.t, self.dtype, work)?;
+            let r = rows_dev(&src, &dims, keepdim, |x, row| {
+                if row == 0 {
+                    return filled(x, f64::NEG_INFINITY, x.dtype());
+                }
+                let m = x.max_keepdim(1).py()?;
+                // Rows whose max is infinite give that max (a row of -inf gives -inf, not NaN).
+                let finite = (&m - &m).py()?.eq(&m.zeros_like().py()?).py()?;
+                let shift = finite.where_cond(&m, &m.zeros_like().py()?).py()?;
+                let lse = (x.broadcast_sub(&shift).py()?.exp().py()?.sum_keepdim(1).py()?.log().py()? + &shift).py()?;
+                finite.where_cond(&lse, &m).py()
+            })?;
+            return Ok(PyTensor::new(cast(&r, work, dt)?, dt));
+        }
         let src = cast(&self.t, self.dtype, DType::F64)?;
         let r = rows::<f64, f64, _>(&src, &dims, keepdim, |r| {
             let m = r.iter().fold(f64::NEG_INFINITY, |a, &b| a.max(b));
@@ -550,6 +710,12 @@ impl PyTensor {
     fn all(&self, dim: Option<&Bound<'_, PyAny>>, keepdim: bool, axis: Option<&Bound<'_, PyAny>>, keepdims: Option<bool>) -> PyResult<PyTensor> {
         let (dim, keepdim) = (dim.or(axis), keepdim || keepdims.unwrap_or(false));
         let b = cast(&self.t, self.dtype, DType::Bool)?;
+        if !super::is_cpu(&b) {
+            let r = rows_dev(&b, &reduce_dims(dim, self.rank())?, keepdim, |x, row| {
+                if row == 0 { filled(x, 1.0, x.dtype()) } else { x.min_keepdim(1).py() }
+            })?;
+            return Ok(PyTensor::boolean(r));
+        }
         let r = rows::<u8, u8, _>(&b, &reduce_dims(dim, self.rank())?, keepdim, |r| r.iter().all(|&x| x != 0) as u8)?;
         Ok(PyTensor::boolean(r))
     }
@@ -557,6 +723,12 @@ impl PyTensor {
     fn any(&self, dim: Option<&Bound<'_, PyAny>>, keepdim: bool, axis: Option<&Bound<'_, PyAny>>, keepdims: Option<bool>) -> PyResult<PyTensor> {
         let (dim, keepdim) = (dim.or(axis), keepdim || keepdims.unwrap_or(false));
         let b = cast(&self.t, self.dtype, DType::Bool)?;
+        if !super::is_cpu(&b) {
+            let r = rows_dev(&b, &reduce_dims(dim, self.rank())?, keepdim, |x, row| {
+                if row == 0 { filled(x, 0.0, x.dtype()) } else { x.max_keepdim(1).py() }
+            })?;
+            return Ok(PyTensor::boolean(r));
+        }
         let r = rows::<u8, u8, _>(&b, &reduce_dims(dim, self.rank())?, keepdim, |r| r.iter().any(|&x| x != 0) as u8)?;
         Ok(PyTensor::boolean(r))
     }
@@ -578,6 +750,10 @@ impl PyTensor {
     }
     fn count_nonzero(&self) -> PyResult<PyTensor> {
         let b = cast(&self.t, self.dtype, DType::Bool)?;
+        if !super::is_cpu(&b) {
+            let r = b.to_dtype(candle_core::DType::I64).py()?.sum_all().py()?;
+            return Ok(PyTensor::new(r, DType::I64));
+        }
         let r = rows::<u8, i64, _>(&b, &(0..self.rank()).collect::<Vec<_>>(), false, |r| r.iter().filter(|&&x| x != 0).count() as i64)?;
         Ok(PyTensor::new(r, DType::I64))
     }

@@ -74,14 +74,14 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         value = value.repeat_interleave(rep, dim=-3)
     if is_causal and attn_mask is not None:
         raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True")
-    if dropout_p == 0.0 and query.is_floating_point() and query.device.type == "cpu" and query.dim() >= 2:
+    if dropout_p == 0.0 and query.is_floating_point() and query.device.type != "meta" and query.dim() >= 2:
         return _sdpa_fused(query, key, value, attn_mask, is_causal, scale_factor)
     scores = query.matmul(key.transpose(-2, -1))
     scores *= scale_factor
     if is_causal:
         if attn_mask is not None:
             raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True")
-        causal = _C.ones(L, S, dtype=_C.bool).tril()
+        causal = _C.ones(L, S, dtype=_C.bool, device=query.device).tril()
         scores = scores.masked_fill(~causal, float("-inf"))
     if attn_mask is not None:
         if attn_mask.dtype == _C.bool:
