@@ -2,12 +2,15 @@
 examples/swap (unmodified PyTorch code) constructs its model, loads the checkpoint, runs its forward
 pass and, where it applies, its generation loop — once with real torch, once through the shim.
 
-    python benches/models.py [--threads N] [--only NAME] [--dtype bfloat16|float16] [--profile]
+    python benches/models.py [--threads N] [--only NAME] [--dtype bfloat16|float16] [--profile] [--device cuda]
 
 --dtype casts the loaded models (the token-input ones; image and audio scripts feed float32 inputs,
 which torch refuses to mix with 16-bit weights, so they are left out).
 
 --profile prints, per model, the candle_bind calls that take the most time (cProfile, own time).
+
+--device cuda runs both on the GPU (a CUDA build of candle_bind): the default device of each side is
+set, so the scripts build their models and inputs there as they would under torch.set_default_device.
 """
 
 import argparse
@@ -66,7 +69,11 @@ def main():
     p.add_argument("--only", action="append", choices=MODELS)
     p.add_argument("--profile", action="store_true")
     p.add_argument("--dtype", choices=["float32", "bfloat16", "float16"], default="float32")
+    p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     args = p.parse_args()
+    if args.device == "cuda":
+        torch.set_default_device("cuda")
+        cb.set_default_device("cuda")
     names = args.only or (MODELS if args.dtype == "float32" else TOKEN_MODELS)
     with tempfile.TemporaryDirectory() as tmp:
         scripts = {}
@@ -78,7 +85,8 @@ def main():
         for threads in args.threads or [1, 2]:
             torch.set_num_threads(threads)
             cb.set_num_threads(threads)
-            print(f"\n{cpu_line()}\nthreads: {threads}")
+            gpu = f"\ndevice: {torch.cuda.get_device_name()} (torch), {cb.cuda.get_device_name()} (candle_bind)" if args.device == "cuda" else ""
+            print(f"\n{cpu_line()}\nthreads: {threads}{gpu}")
             tdt, cdt = getattr(torch, args.dtype), getattr(cb, args.dtype)
             header(f"end to end: construct + load + forward [+ generate], {args.dtype}", 50, "ms")
             for name, (ref, ours, path) in scripts.items():

@@ -435,3 +435,33 @@ pub fn via_host(inputs: &[&Tensor], f: impl FnOnce(&[Tensor]) -> PyResult<Tensor
     let out = on_host(|| f(&host))?;
     out.to_device(&dev).py()
 }
+
+/// The dtypes a CUDA tensor can hold: Candle's CUDA kernels have no casts or copies for int32,
+/// int16 (so int8) or float8 storage. torch has them; candle_bind raises torch-style instead.
+pub fn check_dtype(device: &Device, dtype: crate::dtype::DType) -> PyResult<()> {
+    use crate::dtype::DType as D;
+    if device.is_cpu() || !matches!(dtype, D::I32 | D::I16 | D::I8 | D::F8E4M3) {
+        return Ok(());
+    }
+    Err(crate::error::DTypeError::new_err(format!(
+        "{} tensors are not supported on CUDA by candle_bind yet (Candle's CUDA kernels have no {} storage): \
+         use torch.int64 (or a float dtype) for tensors on the GPU",
+        dtype.name(),
+        dtype.name()
+    )))
+}
+
+/// `f` over `ts` in f32 when they are 16-bit floats on the CPU: Candle's CPU matmul (the generic test
+/// mode's stand-in for cuBLAS) accumulates bf16/f16 products in 16 bits, where cuBLAS and torch
+/// accumulate in f32. On other devices (and for other dtypes) just `f`.
+pub fn matmul_precision(ts: &[&Tensor], f: impl FnOnce(&[Tensor]) -> candle_core::Result<Tensor>) -> PyResult<Tensor> {
+    use crate::error::IntoPyResult;
+    use candle_core::DType as D;
+    let dt = ts.first().map(|t| t.dtype()).unwrap_or(D::F32);
+    let host_half = ts.first().is_some_and(|t| t.device().is_cpu()) && matches!(dt, D::F16 | D::BF16);
+    if !host_half {
+        return f(&ts.iter().map(|t| (*t).clone()).collect::<Vec<_>>()).py();
+    }
+    let wide: Vec<Tensor> = ts.iter().map(|t| t.to_dtype(D::F32)).collect::<candle_core::Result<_>>().py()?;
+    f(&wide).py()?.to_dtype(dt).py()
+}

@@ -37,8 +37,21 @@ pub fn to_pyerr(err: candle_core::Error) -> PyErr {
         e @ (E::UnexpectedDType { .. } | E::DTypeMismatchBinaryOp { .. } | E::UnsupportedDTypeForOp(..)) => {
             DTypeError::new_err(e.to_string())
         }
-        e @ (E::DeviceMismatchBinaryOp { .. } | E::NotCompiledWithCudaSupport | E::NotCompiledWithMetalSupport) => {
-            DeviceError::new_err(e.to_string())
+        E::DeviceMismatchBinaryOp { lhs, rhs, .. } => {
+            let name = |d: &candle_core::DeviceLocation| match d {
+                candle_core::DeviceLocation::Cuda { gpu_id } => format!("cuda:{gpu_id}"),
+                _ => "cpu".to_string(),
+            };
+            DeviceError::new_err(format!(
+                "Expected all tensors to be on the same device, but found at least two devices, {} and {}!",
+                name(&lhs),
+                name(&rhs)
+            ))
+        }
+        e @ (E::NotCompiledWithCudaSupport | E::NotCompiledWithMetalSupport) => DeviceError::new_err(e.to_string()),
+        // cudarc's allocation failure: torch's CUDA out-of-memory error, a RuntimeError.
+        e @ E::Cuda(_) if e.to_string().contains("OUT_OF_MEMORY") => {
+            OutOfMemoryError::new_err(format!("CUDA out of memory. {e}"))
         }
         E::Io(e) => PyErr::from(e),
         e => CandleError::new_err(e.to_string()),

@@ -1,5 +1,7 @@
 //! The native module `candle_bind._C`: wiring only; each area lives in its own file.
 
+#[cfg(feature = "cuda")]
+mod cuda;
 mod device;
 mod dtype;
 mod error;

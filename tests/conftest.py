@@ -1,10 +1,19 @@
-"""Parity helpers: run the same call on torch and candle_bind and compare shape, dtype and values."""
+"""Parity helpers: run the same call on torch and candle_bind and compare shape, dtype and values.
+
+CANDLE_BIND_TEST_DEVICE=cuda runs the suite with candle_bind's tensors on the GPU (the default
+device, and where `to_cb` puts inputs); torch, the reference, stays on the CPU."""
+
+import os
 
 import numpy as np
 import pytest
 import torch
 
 import candle_bind as cb
+
+TEST_DEVICE = os.environ.get("CANDLE_BIND_TEST_DEVICE", "cpu")
+if TEST_DEVICE != "cpu":
+    cb.set_default_device(TEST_DEVICE)
 
 DTYPES = {
     "float32": (torch.float32, cb.float32),
@@ -29,16 +38,16 @@ TOL = {
 def to_cb(t: torch.Tensor) -> cb.Tensor:
     """The same values as a candle_bind tensor (through numpy; bf16 through float32)."""
     if t.dtype == torch.bfloat16:
-        return cb.from_numpy(t.float().numpy()).to(cb.bfloat16)
-    return cb.from_numpy(t.contiguous().numpy())
+        return cb.from_numpy(t.float().numpy()).to(cb.bfloat16).to(TEST_DEVICE)
+    return cb.from_numpy(t.contiguous().numpy()).to(TEST_DEVICE)
 
 
 def to_np(x) -> np.ndarray:
     if isinstance(x, torch.Tensor):
         return (x.float() if x.dtype == torch.bfloat16 else x).numpy()
     if x.dtype == cb.bfloat16:
-        return x.float().numpy()
-    return x.numpy()
+        return x.float().cpu().numpy()
+    return x.cpu().numpy()
 
 
 def dtype_name(d) -> str:

@@ -11,7 +11,20 @@ import functools as _functools
 import threading as _threading
 from typing import NamedTuple as _NamedTuple
 
-from . import _C
+try:
+    from . import _C
+except ImportError as _e:
+    # A CUDA build whose CUDA libraries live in pip packages: load them, then the extension.
+    if "libcu" not in str(_e):
+        raise
+    from . import _cuda_libs
+
+    _cuda_libs.preload()
+    from . import _C
+if _C.cuda_compiled:
+    from . import _cuda_libs
+
+    _cuda_libs.preload()
 from ._C import (
     CandleError,
     DeviceError,

@@ -40,11 +40,23 @@ def set_device(device) -> None:
     return None
 
 
+def _index(device) -> int:
+    """A device argument (None, an int, a name, a device) as a CUDA ordinal."""
+    if device is None:
+        return 0
+    if isinstance(device, int):
+        return device
+    d = device if isinstance(device, _C.device) else _C.device(device)
+    return d.index or 0
+
+
 def synchronize(device=None) -> None:
-    return None
+    """Waits for the work queued on the device (ops on CUDA tensors run asynchronously)."""
+    _C.cuda_synchronize(_index(device) if is_available() else None)
 
 
 def empty_cache() -> None:
+    """Freed device memory goes back to CUDA's stream-ordered pool at once; nothing is cached here."""
     return None
 
 
@@ -72,20 +84,42 @@ def _no_device(what: str):
     raise RuntimeError(f"torch.cuda.{what}: no CUDA device is available to candle_bind")
 
 
+def _info(device, what: str) -> dict:
+    if not is_available():
+        _no_device(what)
+    return _C.cuda_device_info(_index(device))
+
+
+class _CudaDeviceProperties:
+    """torch.cuda.get_device_properties(d): name, major/minor, total_memory, multi_processor_count."""
+
+    def __init__(self, info: dict):
+        self.name, self.major, self.minor = info["name"], info["major"], info["minor"]
+        self.total_memory, self.multi_processor_count = info["total_memory"], info["multi_processor_count"]
+        self.is_integrated, self.is_multi_gpu_board = False, False
+
+    def __repr__(self):
+        return (f"_CudaDeviceProperties(name='{self.name}', major={self.major}, minor={self.minor}, "
+                f"total_memory={self.total_memory // (1 << 20)}MB, multi_processor_count={self.multi_processor_count})")
+
+
 def get_device_name(device=None) -> str:
-    return _no_device("get_device_name")
+    return _info(device, "get_device_name")["name"]
 
 
 def get_device_capability(device=None):
-    return _no_device("get_device_capability")
+    info = _info(device, "get_device_capability")
+    return info["major"], info["minor"]
 
 
 def get_device_properties(device=None):
-    return _no_device("get_device_properties")
+    return _CudaDeviceProperties(_info(device, "get_device_properties"))
 
 
 def mem_get_info(device=None):
-    return _no_device("mem_get_info")
+    """(free, total) bytes of the device's memory, as the driver reports them."""
+    info = _info(device, "mem_get_info")
+    return info["free_memory"], info["total_memory"]
 
 
 def memory_allocated(device=None) -> int:
@@ -129,11 +163,22 @@ class Stream:
 
 
 class Event:
+    """Marks a point in the device's work; with enable_timing, `elapsed_time` measures between two
+    (the device is synchronized at `record`, so the times include the queued work)."""
+
     def __init__(self, enable_timing=False, blocking=False, interprocess=False):
-        pass
+        self._time = None
 
     def record(self, stream=None) -> None:
-        return None
+        import time
+
+        synchronize()
+        self._time = time.perf_counter()
+
+    def elapsed_time(self, end_event) -> float:
+        if self._time is None or end_event._time is None:
+            raise RuntimeError("Both events must be recorded before calculating elapsed time.")
+        return (end_event._time - self._time) * 1000.0
 
     def synchronize(self) -> None:
         return None

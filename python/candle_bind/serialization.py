@@ -16,6 +16,7 @@ import os
 import pickle
 import pickletools
 import struct
+import threading
 import zipfile
 from collections import OrderedDict
 from functools import cache
@@ -84,10 +85,15 @@ def _storage_kind(pid) -> str:
 
 
 class _Storage:
-    """One storage record: its elements as a 1-D numpy array."""
+    """One storage record: its elements as a 1-D numpy array, and the device it was saved from."""
 
-    def __init__(self, array: np.ndarray, kind: str, key: str):
-        self.array, self.kind, self.key = array, kind, key
+    def __init__(self, array: np.ndarray, kind: str, key: str, location: str = "cpu"):
+        self.array, self.kind, self.key, self.location = array, kind, key, location
+
+
+# The saved device of each tensor a load() in progress has built that was not on the CPU (by id):
+# torch.load puts tensors back where they were saved unless map_location says otherwise.
+_LOCATIONS = threading.local()
 
 
 @cache
@@ -136,6 +142,8 @@ def _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad=Fals
         view = np.lib.stride_tricks.as_strided(storage.array[storage_offset:] if n else storage.array, shape=size,
                                                strides=tuple(s * item for s in stride), writeable=False)
         cache[key] = _to_tensor(view, storage.kind)
+        if storage.location != "cpu" and getattr(_LOCATIONS, "seen", None) is not None:
+            _LOCATIONS.seen[id(cache[key])] = storage.location
     return cache[key]
 
 
@@ -165,7 +173,7 @@ def _typed(storage, dtype) -> _Storage:
         if storage.array.nbytes % np_dtype.itemsize:
             raise UnpicklingError(f"storage {storage.key} has {storage.array.nbytes} bytes, "
                                   f"not a whole number of {dtype.name} elements")
-        typed[dtype.name] = _Storage(storage.array.view(np_dtype), dtype.name, storage.key)
+        typed[dtype.name] = _Storage(storage.array.view(np_dtype), dtype.name, storage.key, storage.location)
     return typed[dtype.name]
 
 
@@ -240,7 +248,7 @@ class _Unpickler(pickle.Unpickler):
             if len(raw) % np_dtype.itemsize:
                 raise UnpicklingError(f"storage record {name} has {len(raw)} bytes, not a whole number of {kind} elements")
             arr = np.frombuffer(raw, dtype=np_dtype)
-            self._storages[key] = _Storage(arr, kind, key)
+            self._storages[key] = _Storage(arr, kind, key, str(pid[3]))
         st = self._storages[key]
         if st.array.shape[0] < int(numel):
             raise UnpicklingError(f"storage record {key} holds {st.array.shape[0]} elements, the pickle says {numel}")
@@ -338,6 +346,7 @@ def load(f, map_location=None, pickle_module=None, *, weights_only: bool = True,
     """torch.load for the zip and the legacy formats: returns the saved object with candle_bind tensors.
     `weights_only=False` is accepted but grants nothing more: no code from the file ever runs."""
     data = _read_all(f)
+    _LOCATIONS.seen = {}
     try:
         if _is_zip(data):
             obj = _load_zip(data)
@@ -354,10 +363,35 @@ def load(f, map_location=None, pickle_module=None, *, weights_only: bool = True,
         raise
     except Exception as e:  # noqa: BLE001 - zipfile/pickle raise many kinds of errors on damaged input
         raise UnpicklingError(f"corrupted checkpoint: {type(e).__name__}: {e}") from None
-    if map_location is not None and not callable(map_location) and not isinstance(map_location, dict):
-        dev = map_location
-        obj = _map(obj, lambda t: t.to(dev))
-    return obj
+    finally:
+        seen, _LOCATIONS.seen = _LOCATIONS.seen, None
+    return _map(obj, lambda t: _place(t, seen.get(id(t), "cpu"), map_location))
+
+
+def _place(t: Tensor, location: str, map_location) -> Tensor:
+    """Where torch.load puts a tensor saved on `location`: there, or where map_location sends it
+    (a device or its name, a dict of location names, or a callable(storage, location))."""
+    if callable(map_location) and not isinstance(map_location, (str, _C.device)):
+        moved = map_location(t, location)
+        return moved if isinstance(moved, Tensor) else t
+    if isinstance(map_location, dict):
+        target = map_location.get(location, location)
+    elif map_location is not None:
+        target = map_location
+    else:
+        target = location
+    target = _C.device(target) if not isinstance(target, _C.device) else target
+    if target.type == "cuda" and not _C.cuda_is_available():
+        raise RuntimeError("Attempting to deserialize object on a CUDA device but torch.cuda.is_available() is False. "
+                           "If you are running on a CPU-only machine, please use torch.load with "
+                           "map_location=torch.device('cpu') to map your storages to the CPU.")
+    moved = t.to(target)
+    if moved is not t and type(t) is not Tensor:
+        from .nn.parameter import Parameter
+
+        if isinstance(t, Parameter):
+            return Parameter(moved, t.requires_grad)
+    return moved
 
 
 # ----------------------------------------------------------------------------------------- save
@@ -453,7 +487,7 @@ class _Writer:
         self.str_("storage")
         self.glob("torch", kind)
         self.str_(key)
-        self.str_("cpu")
+        self.str_(str(t.device))  # torch.load puts the tensor back there (map_location aside)
         self.int_(t.numel())
         self.w(b"tQ")
         self.int_(0)
@@ -475,6 +509,7 @@ class _Writer:
 
 
 def _storage_bytes(t: Tensor) -> bytes:
+    t = t.cpu()
     if t.dtype == _C.bfloat16:
         f32 = t.float().numpy().copy(order="C")
         return (f32.view(np.uint32) >> 16).astype("<u2").tobytes()

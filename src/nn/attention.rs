@@ -70,6 +70,12 @@ fn sdpa_dev(q: &PyTensor, k: &PyTensor, v: &PyTensor, mask: Option<&PyTensor>, c
     let mut ts = vec![&q.t, &k.t, &v.t];
     ts.extend(mask.map(|m| &m.t));
     let dev = crate::device::common(&ts)?;
+    if dev.is_cpu() && matches!(q.dtype, DType::F16 | DType::BF16) {
+        // The generic test mode: Candle's CPU matmul would accumulate in 16 bits (cuBLAS: f32).
+        let wide = |t: &PyTensor| -> PyResult<PyTensor> { Ok(PyTensor::new(t.t.to_dtype(candle_core::DType::F32).py()?, DType::F32)) };
+        let r = sdpa_dev(&wide(q)?, &wide(k)?, &wide(v)?, mask, causal, scale)?;
+        return Ok(PyTensor::new(r.t.to_dtype(q.t.dtype()).py()?, q.dtype));
+    }
     let (b, l, s) = (q.dims()[0], q.dims()[1], k.dims()[1]);
     let dt = q.t.dtype();
     let mut scores = (q.t.matmul(&k.t.t().py()?).py()? * scale).py()?;

@@ -327,6 +327,9 @@ fn run(
         )));
     }
     if !crate::device::cpu_kernels(&input.t) || !crate::device::cpu_kernels(&weight.t) {
+        let mut od = vec![n, c_out];
+        od.extend(&out[3 - ns..]);
+        crate::memory::ensure(&od, input.t.dtype(), input.t.device())?;
         let mut ts = vec![&input.t, &weight.t];
         ts.extend(bias.map(|b| &b.t));
         crate::device::common(&ts)?;
@@ -563,6 +566,10 @@ mod dev {
         pub output_padding: Option<Vec<usize>>,
     }
 
+    fn to_candle(e: PyErr) -> candle_core::Error {
+        candle_core::Error::Msg(e.to_string())
+    }
+
     fn same(v: &[usize]) -> Option<usize> {
         v.iter().all(|&x| x == v[0]).then(|| v[0])
     }
@@ -573,16 +580,17 @@ mod dev {
         }
         let ns = x.rank() - 2;
         let (s, p, d, g) = (same(&spec.stride), same(&spec.padding), same(&spec.dilation), spec.groups);
-        let y = match (&spec.output_padding, ns, s, p, d) {
-            (None, 1, _, _, _) => x.conv1d(w, spec.padding[0], spec.stride[0], spec.dilation[0], g).py()?,
-            (None, 2, Some(s), Some(p), Some(d)) => x.conv2d(w, p, s, d, g).py()?,
-            (Some(op), 1, _, _, _) => x.conv_transpose1d(w, spec.padding[0], op[0], spec.stride[0], spec.dilation[0], g).py()?,
-            (Some(op), 2, Some(s), Some(p), Some(d)) if g == 1 && same(op).is_some() => {
-                x.conv_transpose2d(w, p, op[0], s, d).py()?
+        // Candle's conv_transpose1d is not used: its col2im path gave wrong results for batch > 1.
+        let y = crate::device::matmul_precision(&[x, w], |v| {
+            let (x, w) = (&v[0], &v[1]);
+            match (&spec.output_padding, ns, s, p, d) {
+                (None, 1, _, _, _) => x.conv1d(w, spec.padding[0], spec.stride[0], spec.dilation[0], g),
+                (None, 2, Some(s), Some(p), Some(d)) => x.conv2d(w, p, s, d, g),
+                (Some(op), 2, Some(s), Some(p), Some(d)) if g == 1 && same(op).is_some() => x.conv_transpose2d(w, p, op[0], s, d),
+                (None, ..) => im2col(x, w, &spec.stride, &spec.padding, &spec.dilation, g).map_err(to_candle),
+                (Some(op), ..) => transposed(x, w, spec, op).map_err(to_candle),
             }
-            (None, ..) => im2col(x, w, &spec.stride, &spec.padding, &spec.dilation, g)?,
-            (Some(op), ..) => transposed(x, w, spec, op)?,
-        };
+        })?;
         if y.dims() != out_dims {
             return Err(crate::error::runtime_err(format!("conv: computed {:?}, expected {out_dims:?}", y.dims())));
         }

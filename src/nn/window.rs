@@ -27,6 +27,9 @@ impl Axis {
 /// gathered, tap dims last. `x` must already hold whatever padding the index tables read.
 pub fn gather(x: &Tensor, axes: &[Axis]) -> PyResult<Tensor> {
     let lead = x.rank() - axes.len();
+    let mut full = x.dims()[..lead].to_vec();
+    full.extend(axes.iter().map(|a| a.index.len()));
+    crate::memory::ensure(&full, x.dtype(), x.device())?;
     let mut y = x.clone();
     for (i, a) in axes.iter().enumerate() {
         let idx = Tensor::from_vec(a.index.clone(), a.index.len(), x.device()).py()?;
@@ -50,6 +53,9 @@ pub fn pad_axis(x: &Tensor, dim: usize, before: usize, after: usize, value: f64)
     if before == 0 && after == 0 {
         return Ok(x.clone());
     }
+    let mut total = x.dims().to_vec();
+    total[dim] = total[dim].checked_add(before).and_then(|v| v.checked_add(after)).ok_or_else(|| crate::error::runtime_err("padding too large"))?;
+    crate::memory::ensure(&total, x.dtype(), x.device())?;
     let side = |n: usize| -> PyResult<Tensor> {
         let mut d = x.dims().to_vec();
         d[dim] = n;

@@ -214,6 +214,11 @@ fn compute(op: BinOp, a: &Tensor, b: &Tensor, ct: DType) -> PyResult<Tensor> {
     if !ct.is_float() && matches!(op, BinOp::FloorDiv | BinOp::Rem) && has_zero(b)? {
         return Err(crate::error::CandleError::new_err("ZeroDivisionError"));
     }
+    if matches!(ct, DType::I8 | DType::I16 | DType::F8E4M3) && a.device().is_cpu() && !is_cpu(a) {
+        // Storage-only dtypes never leave the CPU (device::check_dtype): their CPU kernels run in
+        // the generic test mode too.
+        return crate::device::on_host(|| compute(op, a, b, ct));
+    }
     if !is_cpu(a) || !is_cpu(b) {
         return compute_candle(op, a, b, ct, &dims);
     }
@@ -275,11 +280,17 @@ fn compute_candle(op: BinOp, a: &Tensor, b: &Tensor, ct: DType, dims: &[usize]) 
             let q = if float { floor_div_float(&a, &b)? } else { floor_div_int(&a, &b)? };
             return (&a - (&q * &b).py()?).py();
         }
-        BinOp::Pow if float => return pow_device(&a, &b),
-        BinOp::Pow => {
-            let f = pow_device(&a.to_dtype(candle_core::DType::F64).py()?, &b.to_dtype(candle_core::DType::F64).py()?)?;
+        // C's pow: our CUDA kernel on the GPU; the CPU kernel in the generic test mode.
+        #[cfg(feature = "cuda")]
+        BinOp::Pow if a.device().is_cuda() => {
+            if float {
+                return crate::cuda::pow(&a, &b);
+            }
+            let f64_ = candle_core::DType::F64;
+            let f = crate::cuda::pow(&a.to_dtype(f64_).py()?, &b.to_dtype(f64_).py()?)?;
             return f.round().py()?.to_dtype(a.dtype()).py();
         }
+        BinOp::Pow => return crate::device::via_host(&[&a, &b], |h| compute(op, &h[0], &h[1], ct)),
         BinOp::Maximum | BinOp::Minimum => {
             let r = if op == BinOp::Maximum { a.maximum(&b) } else { a.minimum(&b) }.py()?;
             return if float { propagate_nan(r, &a, &b) } else { Ok(r) };
@@ -341,25 +352,6 @@ impl Trunc for Tensor {
     }
 }
 
-/// a^b for float tensors with torch's (C's pow) rules: Candle's pow is exp(b·ln a), NaN for every
-/// negative base. Here |a|^b, negated for a negative base and an odd integer exponent, NaN for a
-/// negative base and a fractional exponent; x^0 = 1 for every x, NaN included.
-fn pow_device(a: &Tensor, b: &Tensor) -> PyResult<Tensor> {
-    let mag = (b * a.abs().py()?.log().py()?).py()?.exp().py()?;
-    let zero = a.zeros_like().py()?;
-    let one = a.ones_like().py()?;
-    let neg = a.lt(&zero).py()?;
-    let b_int = b.eq(&b.floor().py()?).py()?;
-    let b_odd = {
-        let half = (b * 0.5).py()?;
-        b_int.minimum(&half.ne(&half.floor().py()?).py()?).py()?
-    };
-    let nan = (&zero / &zero).py()?;
-    let signed = b_odd.where_cond(&mag.neg().py()?, &mag).py()?;
-    let neg_result = b_int.where_cond(&signed, &nan).py()?;
-    let r = neg.where_cond(&neg_result, &mag).py()?;
-    b.eq(&zero).py()?.where_cond(&one, &r).py()
-}
 
 /// The dtype an op computes in, from the promoted dtype of its operands.
 fn compute_dtype(op: BinOp, promoted: DType) -> PyResult<DType> {
@@ -401,6 +393,22 @@ pub fn binary(a: &PyTensor, b: Operand<'_>, op: BinOp, reflected: bool) -> PyRes
     if let (BinOp::Pow, Operand::S(e), false) = (op, b, reflected) {
         if let Some(out) = pow_scalar(&ta, ct, e.as_f64())? {
             return Ok(PyTensor::new(out, ct));
+        }
+        if ct.is_float() && !is_cpu(&ta) {
+            // torch's special exponents as products and roots, C's pow for the rest.
+            let x = &ta;
+            let out = match e.as_f64() {
+                1.0 => x.copy(),
+                2.0 => x.sqr(),
+                3.0 => x.sqr().and_then(|s| s * x),
+                4.0 => x.sqr().and_then(|s| s.sqr()),
+                0.5 => x.sqrt(),
+                -0.5 => x.sqrt().and_then(|s| s.recip()),
+                -1.0 => x.recip(),
+                -2.0 => x.sqr().and_then(|s| s.recip()),
+                v => x.powf(v),
+            };
+            return Ok(PyTensor::new(out.py()?, ct));
         }
     }
     let tb = match b {
@@ -526,6 +534,10 @@ pub(crate) mod dev {
     use candle_core::Tensor;
     use pyo3::PyResult;
 
+    /// -t, wrapping for integers (Candle's affine casts its factor to the dtype: -1 is no u8).
+    pub fn neg(t: &Tensor) -> PyResult<Tensor> {
+        if t.dtype().is_float() { t.neg().py() } else { (t.zeros_like().py()? - t).py() }
+    }
     /// `neg` where t < 0, else `pos`.
     pub fn select_neg(t: &Tensor, neg: &Tensor, pos: &Tensor) -> PyResult<Tensor> {
         t.lt(&t.zeros_like().py()?).py()?.where_cond(neg, pos).py()
@@ -540,7 +552,7 @@ pub(crate) mod dev {
         let zero = t.zeros_like().py()?;
         let one = t.ones_like().py()?;
         let pos = t.gt(&zero).py()?.where_cond(&one, t).py()?;
-        t.lt(&zero).py()?.where_cond(&one.affine(-1.0, 0.0).py()?, &pos).py()
+        t.lt(&zero).py()?.where_cond(&neg(&one)?, &pos).py()
     }
     /// Round half to even, as torch (Candle's round goes away from zero).
     pub fn round_half_even(t: &Tensor) -> PyResult<Tensor> {
@@ -740,7 +752,7 @@ impl PyTensor {
                 "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.",
             ));
         }
-        keep_dtype_unary!(self, |v| int: v.wrapping_neg_(), float: -v, device: |t, _| t.affine(-1.0, 0.0).py())
+        keep_dtype_unary!(self, |v| int: v.wrapping_neg_(), float: -v, device: |t, _| dev::neg(t))
     }
     fn __pos__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
         slf
@@ -752,7 +764,7 @@ impl PyTensor {
         match self.dtype {
             DType::Bool => Ok(self.same(dev::not(&self.t)?)),
             d if d.is_float() => Err(type_err("~ (bitwise_not) is only supported for integer and bool tensors")),
-            _ => keep_dtype_unary!(self, |v| int: !v, float: v, device: |t, _| t.affine(-1.0, -1.0).py()),
+            _ => keep_dtype_unary!(self, |v| int: !v, float: v, device: |t, _| (dev::neg(t)? - t.ones_like().py()?).py()),
         }
     }
 
@@ -857,7 +869,7 @@ impl PyTensor {
     }
 
     fn abs(&self) -> PyResult<PyTensor> {
-        keep_dtype_unary!(self, |v| int: v.abs_(), float: v.abs(), device: |t, float| if float { t.abs().py() } else { dev::select_neg(t, &t.affine(-1.0, 0.0).py()?, t) })
+        keep_dtype_unary!(self, |v| int: v.abs_(), float: v.abs(), device: |t, float| if float { t.abs().py() } else { dev::select_neg(t, &dev::neg(t)?, t) })
     }
     fn neg(&self) -> PyResult<PyTensor> {
         self.__neg__()
@@ -1275,10 +1287,12 @@ pub fn matmul(a: &PyTensor, b: &PyTensor) -> PyResult<PyTensor> {
         let tb = tb.broadcast_as(sb).py()?;
         let r = if let Some(r) = super::linalg::fast_matmul(&ta, &tb, &batch) {
             r?
-        } else { match ta.matmul(&tb) {
-            Ok(r) => r,
-            Err(_) => ta.contiguous().py()?.matmul(&tb.contiguous().py()?).py()?,
-        } };
+        } else {
+            crate::device::matmul_precision(&[&ta, &tb], |v| match v[0].matmul(&v[1]) {
+                Ok(r) => Ok(r),
+                Err(_) => v[0].contiguous()?.matmul(&v[1].contiguous()?),
+            })?
+        };
         if float { Ok(r) } else { r.to_dtype(a.dtype.candle()).py() }
     };
     let big = da.iter().product::<usize>() * db[db.len() - 1] >= 4096;

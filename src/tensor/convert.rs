@@ -39,7 +39,7 @@ fn npy_type(d: DType) -> PyResult<NPY_TYPES> {
 /// A numpy array that shares the tensor's memory (any strides), as torch's `.numpy()`.
 pub fn to_numpy<'py>(py: Python<'py>, x: &PyTensor) -> PyResult<Bound<'py, PyAny>> {
     x.check_data("numpy()")?;
-    if !super::is_cpu(&x.t) {
+    if !x.t.device().is_cpu() {
         return Err(type_err(
             "can't convert cuda device type tensor to numpy. Use Tensor.cpu() to copy the tensor to host memory first.",
         ));
@@ -215,10 +215,13 @@ impl PyTensor {
             }
             _ => {}
         }
+        crate::device::check_dtype(self.t.device(), dt)?;
         let mut t = cast(&self.t, self.dtype, dt)?;
         if !same_dev {
             if let Some(d) = device {
-                t = t.to_device(&d.candle()?).py()?;
+                let d = d.candle()?;
+                crate::device::check_dtype(&d, dt)?;
+                t = t.to_device(&d).py()?;
             }
         }
         if copy && dt == self.dtype && same_dev {
@@ -281,7 +284,7 @@ impl PyTensor {
     }
     #[getter]
     fn is_cpu(&self) -> bool {
-        super::is_cpu(&self.t)
+        self.t.device().is_cpu()
     }
     #[pyo3(name = "get_device")]
     fn device_index(&self) -> i64 {

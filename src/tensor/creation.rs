@@ -76,7 +76,12 @@ pub fn size_arg(args: &Bound<'_, PyTuple>) -> PyResult<Vec<usize>> {
 
 fn filled(dims: &[usize], value: Scalar, dtype: DType, device: &Device) -> PyResult<PyTensor> {
     crate::memory::ensure(dims, dtype.candle(), device)?;
+    crate::device::check_dtype(device, dtype)?;
     let one = value.tensor(dtype, &Device::Cpu)?;
+    if !device.is_cpu() {
+        // One value uploaded, then copied out on the device.
+        return Ok(PyTensor::new(one.to_device(device).py()?.broadcast_as(dims).py()?.contiguous().py()?, dtype));
+    }
     // Candle's broadcast-then-copy is a strided gather; a plain fill of the element is ~20x faster.
     let n: usize = dims.iter().product();
     let t = super::with_dtype!(one.dtype(), T => {
@@ -88,6 +93,7 @@ fn filled(dims: &[usize], value: Scalar, dtype: DType, device: &Device) -> PyRes
 
 fn zeros_t(dims: &[usize], dtype: DType, device: &Device) -> PyResult<PyTensor> {
     crate::memory::ensure(dims, dtype.candle(), device)?;
+    crate::device::check_dtype(device, dtype)?;
     Ok(PyTensor::new(Tensor::zeros(dims, dtype.candle(), device).py()?, dtype))
 }
 
@@ -197,7 +203,10 @@ pub fn tensor(
     match place {
         Place::Meta => t.meta_like(t.dims()),
         Place::Real(dev) if dev.is_cpu() => Ok(t),
-        Place::Real(dev) => Ok(t.same(t.t.to_device(&dev).py()?)),
+        Place::Real(dev) => {
+            crate::device::check_dtype(&dev, t.dtype)?;
+            Ok(t.same(t.t.to_device(&dev).py()?))
+        }
     }
 }
 
@@ -213,6 +222,7 @@ pub fn as_tensor(data: &Bound<'_, PyAny>, dtype: Option<&Bound<'_, PyAny>>, devi
             Some(dv) => crate::device::extract_device(dv)?.candle()?,
             None => t.t.device().clone(),
         };
+        crate::device::check_dtype(&dev, dt)?;
         return Ok(PyTensor::new(cast(&t.t, t.dtype, dt)?.to_device(&dev).py()?, dt));
     }
     from_data(data, d, &opt_device(device)?)

@@ -126,7 +126,7 @@ impl PyTensor {
         copy: Option<bool>,
     ) -> PyResult<Py<PyAny>> {
         let _ = (stream, max_version);
-        if !super::is_cpu(&self.t) {
+        if !self.t.device().is_cpu() {
             return Err(PyBufferError::new_err("DLPack export of CUDA tensors is not supported yet: call .cpu() first"));
         }
         if dl_device.is_some_and(|(kind, _)| kind != CPU) {

@@ -84,6 +84,11 @@ fn parse_item<'py>(ob: &Bound<'py, PyAny>) -> PyResult<Item<'py>> {
     )))
 }
 
+/// A slice with step 1 (or none): a view.
+fn unit_step(s: &Bound<'_, PySlice>) -> bool {
+    s.getattr("step").map(|st| st.is_none() || st.extract::<i64>().is_ok_and(|v| v == 1)).unwrap_or(false)
+}
+
 fn parse_key<'py>(key: &Bound<'py, PyAny>) -> PyResult<Vec<Item<'py>>> {
     match key.cast::<PyTuple>() {
         Ok(t) => t.iter().map(|k| parse_item(&k)).collect(),
@@ -309,8 +314,21 @@ impl Plan {
     }
 }
 
-/// Reads the elements at `offsets` of `t`'s storage into a new tensor of `dims`.
+/// Reads the elements at `offsets` of `t`'s storage into a new tensor of `dims`. On other devices
+/// `t` is contiguous (see `getitem`) and the offsets become positions in its flattened elements,
+/// read with one `index_select`.
 fn gather_offsets(t: &Tensor, offsets: &[usize], dims: &[usize]) -> PyResult<Tensor> {
+    if !crate::device::cpu_kernels(t) {
+        let base = t.layout().start_offset();
+        let n = offsets.len();
+        let idx = if t.elem_count() <= u32::MAX as usize {
+            Tensor::from_vec(offsets.iter().map(|&o| (o - base) as u32).collect::<Vec<_>>(), n, t.device())
+        } else {
+            Tensor::from_vec(offsets.iter().map(|&o| (o - base) as i64).collect::<Vec<_>>(), n, t.device())
+        }
+        .py()?;
+        return t.flatten_all().py()?.index_select(&idx, 0).py()?.reshape(dims).py();
+    }
     let (storage, _) = t.storage_and_layout();
     let Storage::Cpu(cpu) = &*storage else {
         return Err(crate::error::runtime_err("advanced indexing is implemented for CPU tensors only so far"));
@@ -327,14 +345,14 @@ fn gather_offsets(t: &Tensor, offsets: &[usize], dims: &[usize]) -> PyResult<Ten
 impl PyTensor {
     pub fn getitem(&self, key: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
         let items = parse_key(key)?;
-        if !self.t.device().is_cpu() && !items.iter().all(|i| matches!(i, Item::Int(_) | Item::NewAxis | Item::Ellipsis | Item::Slice(_))) {
-            return Err(crate::error::runtime_err("advanced indexing is implemented for CPU tensors only so far"));
-        }
-        if let Some(offs) = full_mask_offsets(&self.t, &items) {
+        // Off the CPU a copying key reads a contiguous tensor, whose storage offsets are positions.
+        let basic = items.iter().all(|i| matches!(i, Item::Int(_) | Item::NewAxis | Item::Ellipsis) || matches!(i, Item::Slice(s) if unit_step(s)));
+        let src = if crate::device::cpu_kernels(&self.t) || basic { self.t.clone() } else { self.t.contiguous().py()? };
+        if let Some(offs) = full_mask_offsets(&src, &items) {
             let n = offs.len();
-            return Ok(self.same(gather_offsets(&self.t, &offs, &[n])?));
+            return Ok(self.same(gather_offsets(&src, &offs, &[n])?));
         }
-        let p = plan(&self.t, items)?;
+        let p = plan(&src, items)?;
         if p.view {
             let mut t = self.t.clone();
             for s in &p.steps {
@@ -348,7 +366,7 @@ impl PyTensor {
             return Ok(self.same(t));
         }
         let (dims, offs) = p.offsets()?;
-        Ok(self.same(gather_offsets(&self.t, &offs, &dims)?))
+        Ok(self.same(gather_offsets(&src, &offs, &dims)?))
     }
 
     pub fn setitem(&self, key: &Bound<'_, PyAny>, value: Operand<'_>) -> PyResult<()> {

@@ -160,7 +160,7 @@ pub fn values_for(src: Operand<'_>, dims: &[usize], dtype: DType) -> PyResult<Te
                     )))
                 }
             })?;
-            cast(&t.t, t.dtype, dtype)?.to_device(&candle_core::Device::Cpu).py()?
+            cast(&t.t, t.dtype, dtype)?
         }
     };
     t.broadcast_as(dims).py()?.contiguous().py()
@@ -178,6 +178,10 @@ pub enum Dest<'a> {
 
 /// Writes `values` (row-major, `dst`'s dtype; one value broadcasts) to `dest` inside `dst`'s storage.
 pub fn write(dst: &Tensor, dest: Dest<'_>, values: &Tensor) -> PyResult<()> {
+    if !dst.device().is_cpu() {
+        return write_device(dst, dest, values);
+    }
+    let values = &values.to_device(dst.device()).py()?;
     let v = values.flatten_all().py()?.contiguous().py()?;
     with_dtype!(dst.dtype(), T => {
         if v.device().is_cpu() && storage_addr(&v) != storage_addr(dst) {
@@ -193,6 +197,28 @@ pub fn write(dst: &Tensor, dest: Dest<'_>, values: &Tensor) -> PyResult<()> {
         let vals: Vec<T> = v.to_vec1::<T>().py()?;
         with_storage_mut(dst, |s, _| Ok(put(slice_mut::<T>(s)?, &vals, &dest)))
     })
+}
+
+/// `write` into a tensor on another device: candle_bind's CUDA write kernels.
+#[cfg(feature = "cuda")]
+fn write_device(dst: &Tensor, dest: Dest<'_>, values: &Tensor) -> PyResult<()> {
+    use crate::cuda::Target;
+    let values = values.to_device(dst.device()).py()?.to_dtype(dst.dtype()).py()?;
+    // The values are read before the write begins: a copy when they share dst's storage.
+    let values = if values.same_storage(dst) { values.copy().py()? } else { values };
+    match dest {
+        Dest::At(offsets) => crate::cuda::write(dst, Target::At(offsets), &values),
+        Dest::Strided(dims, strides, base) => crate::cuda::write(dst, Target::Strided { dims, strides, base }, &values),
+        Dest::Masked(base, mask) => {
+            let offsets: Vec<usize> = mask.iter().enumerate().filter(|(_, &m)| m != 0).map(|(i, _)| base + i).collect();
+            crate::cuda::write(dst, Target::At(&offsets), &values)
+        }
+    }
+}
+
+#[cfg(not(feature = "cuda"))]
+fn write_device(_dst: &Tensor, _dest: Dest<'_>, _values: &Tensor) -> PyResult<()> {
+    Err(runtime_err("in-place writes need the tensor's device kernels (a CUDA build)"))
 }
 
 fn put<T: Copy>(data: &mut [T], vals: &[T], dest: &Dest<'_>) {

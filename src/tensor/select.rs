@@ -212,8 +212,37 @@ fn from_rows(v: Tensor, rows_dims: &[usize], n: usize, dim: usize, rank: usize) 
     if dim == last { Ok(t) } else { t.transpose(dim, last).py()?.contiguous().py() }
 }
 
-fn i64_tensor(v: Vec<i64>, dims: &[usize]) -> PyResult<PyTensor> {
-    Ok(PyTensor::new(Tensor::from_vec(v, dims, &Device::Cpu).py()?, DType::I64))
+/// An int64 tensor of host values on `device` (results computed on the host: nonzero, unique, ...).
+fn i64_tensor(v: Vec<i64>, dims: &[usize], device: &Device) -> PyResult<PyTensor> {
+    Ok(PyTensor::new(Tensor::from_vec(v, dims, device).py()?, DType::I64))
+}
+
+/// The smallest and largest value of an index tensor, read back from its device (two numbers, not
+/// the whole index): bounds are checked before a device kernel reads through the index, since a
+/// CUDA kernel reading out of bounds would poison the whole context.
+fn index_range(index: &Tensor) -> PyResult<Option<(i64, i64)>> {
+    if index.elem_count() == 0 {
+        return Ok(None);
+    }
+    let i = index.flatten_all().py()?.to_dtype(candle_core::DType::I64).py()?;
+    // One read back for both.
+    let both = Tensor::stack(&[i.min_keepdim(0).py()?, i.max_keepdim(0).py()?], 0).py()?;
+    let v = super::host_vec::<i64>(&both)?;
+    Ok(Some((v[0], v[1])))
+}
+
+/// An index tensor for a device kernel: int64, negative values counted from the end of `n`.
+fn device_index(index: &PyTensor, n: usize, negative: bool, op: &str) -> PyResult<(Tensor, Option<(i64, i64)>)> {
+    if !matches!(index.dtype, DType::I64 | DType::I32) {
+        return Err(runtime_err(format!("{op}(): Expected dtype int64 for index, got {}", index.dtype.name())));
+    }
+    let i = index.t.to_dtype(candle_core::DType::I64).py()?;
+    let range = index_range(&i)?;
+    if negative && range.is_some_and(|(lo, _)| lo < 0) {
+        let neg = i.lt(&i.zeros_like().py()?).py()?.to_dtype(candle_core::DType::I64).py()?;
+        return Ok(((&i + (neg * n as f64).py()?).py()?, range));
+    }
+    Ok((i, range))
 }
 
 impl PyTensor {
@@ -221,7 +250,9 @@ impl PyTensor {
     /// `negative`: whether indices may count from the end (searchsorted's sorter; not torch.gather).
     pub fn gather_impl(&self, dim: i64, index: &PyTensor, negative: bool) -> PyResult<PyTensor> {
         let d = norm_dim(dim, self.rank())?;
-        let idx = index_values(index, "gather")?;
+        if !matches!(index.dtype, DType::I64 | DType::I32) {
+            return Err(runtime_err(format!("gather(): Expected dtype int64 for index, got {}", index.dtype.name())));
+        }
         if index.rank() != self.rank().max(1) && !(index.rank() <= 1 && self.rank() <= 1) {
             return Err(runtime_err("Index tensor must have the same number of dimensions as input tensor"));
         }
@@ -234,8 +265,12 @@ impl PyTensor {
                 )));
             }
         }
+        if !super::is_cpu(&self.t) || !super::is_cpu(&index.t) {
+            return self.gather_dev(d, index, negative);
+        }
+        let idx = index_values(index, "gather")?;
         // Read straight from the storage through self's layout: no copy of the input.
-        let src = self.t.to_device(&Device::Cpu).py()?;
+        let src = self.t.clone();
         let st: Vec<usize> = src.layout().stride().to_vec();
         let n = self.dims().get(d).copied().unwrap_or(1);
         let mut base_st = st.clone();
@@ -268,6 +303,9 @@ impl PyTensor {
     /// scatter family: a copy of self with src's values written (or combined) at index along dim.
     pub fn scatter_impl(&self, dim: i64, index: &PyTensor, src: Operand<'_>, reduce: Option<&str>) -> PyResult<PyTensor> {
         let d = norm_dim(dim, self.rank())?;
+        if !super::is_cpu(&self.t) || !super::is_cpu(&index.t) {
+            return self.scatter_dev(d, index, src, reduce);
+        }
         let idx = index_values(index, "scatter")?;
         if index.rank() != self.rank().max(1) && !(index.rank() <= 1 && self.rank() <= 1) {
             return Err(runtime_err("Index tensor must have the same number of dimensions as self tensor"));
@@ -284,12 +322,12 @@ impl PyTensor {
                         s.dims()
                     )));
                 }
-                cast(&s.t, s.dtype, self.dtype)?.to_device(&Device::Cpu).py()?.contiguous().py()?
+                cast(&s.t, s.dtype, self.dtype)?.contiguous().py()?
             }
             Operand::S(s) => s.tensor(self.dtype, &Device::Cpu)?.reshape(1).py()?,
         };
         let src_st = if matches!(src, Operand::S(_)) { vec![0; index.rank()] } else { contiguous_strides(src_t.dims()) };
-        let me = self.t.to_device(&Device::Cpu).py()?.contiguous().py()?;
+        let me = self.t.contiguous().py()?;
         let st = contiguous_strides(me.dims());
         let n = self.dims().get(d).copied().unwrap_or(1);
         let mut base_st = st.clone();
@@ -343,9 +381,12 @@ impl PyTensor {
         if index.rank() > 1 {
             return Err(index_err(format!("{op}(): Index is supposed to be a vector")));
         }
+        if !super::is_cpu(&self.t) || !super::is_cpu(&index.t) {
+            return self.index_update_dev(d, index, source, mode, op);
+        }
         let idx = index_values(index, op)?;
         let n = self.dims().get(d).copied().unwrap_or(1);
-        let me = self.t.to_device(&Device::Cpu).py()?.contiguous().py()?;
+        let me = self.t.contiguous().py()?;
         let dims = me.dims().to_vec();
         // The source's shape: self's with dim d of size len(index) (a scalar fills).
         let mut sdims = dims.clone();
@@ -364,7 +405,7 @@ impl PyTensor {
                         idx.len()
                     )));
                 }
-                cast(&s.t, s.dtype, self.dtype)?.to_device(&Device::Cpu).py()?.broadcast_as(sdims.as_slice()).py()?.contiguous().py()?
+                cast(&s.t, s.dtype, self.dtype)?.broadcast_as(sdims.as_slice()).py()?.contiguous().py()?
             }
             Operand::S(s) => s.tensor(self.dtype, &Device::Cpu)?.broadcast_as(sdims.as_slice()).py()?.contiguous().py()?,
         };
@@ -424,7 +465,7 @@ impl PyTensor {
     }
 
     fn nonzero_rows(&self) -> PyResult<(Vec<i64>, usize)> {
-        let flags = super::cpu_vec::<u8>(&cast(&self.t, self.dtype, DType::Bool)?)?;
+        let flags = super::host_vec::<u8>(&cast(&self.t, self.dtype, DType::Bool)?)?;
         let dims = self.dims();
         let mut out = Vec::new();
         let mut n = 0;
@@ -505,6 +546,20 @@ impl PyTensor {
             return Err(index_err("index_select(): Index is supposed to be a vector"));
         }
         let n = self.dims().get(d).copied().unwrap_or(1);
+        if !super::is_cpu(&self.t) || !super::is_cpu(&index.t) {
+            crate::device::common(&[&self.t, &index.t])?;
+            let (i, range) = device_index(index, n, false, "index_select")?;
+            if range.is_some_and(|(lo, hi)| lo < 0 || hi >= n as i64) {
+                return Err(index_err("index out of range in self"));
+            }
+            let row: usize = self.dims().iter().enumerate().filter(|&(i, _)| i != d).map(|(_, &x)| x).product();
+            self.reserve(&[index.numel(), row])?;
+            let i = i.flatten_all().py()?;
+            let src = if self.rank() == 0 { self.t.reshape(1).py()? } else { self.t.clone() };
+            let out = src.contiguous().py()?.index_select(&i, d).py()?;
+            let out = if self.rank() == 0 { out.reshape(if index.rank() == 0 { vec![] } else { vec![index.numel()] }).py()? } else { out };
+            return Ok(self.same(out));
+        }
         let idx = index_values(index, "index_select")?;
         if idx.iter().any(|&i| i < 0 || i >= n as i64) {
             return Err(index_err("index out of range in self"));
@@ -581,8 +636,16 @@ impl PyTensor {
             return Err(runtime_err(format!("masked_select: expected BoolTensor for mask, got {}", mask.dtype.name())));
         }
         let dims = super::broadcast_dims(self.dims(), mask.dims())?;
-        let m = super::cpu_vec::<u8>(&mask.t.broadcast_as(dims.as_slice()).py()?)?;
+        crate::device::common(&[&self.t, &mask.t])?;
+        let m = super::host_vec::<u8>(&mask.t.broadcast_as(dims.as_slice()).py()?)?;
         let x = self.t.broadcast_as(dims.as_slice()).py()?;
+        if !super::is_cpu(&x) {
+            // The positions are the host's (they decide the shape); the values stay on the device.
+            let pos: Vec<u32> = m.iter().enumerate().filter(|(_, &k)| k != 0).map(|(i, _)| i as u32).collect();
+            let n = pos.len();
+            let pos = Tensor::from_vec(pos, n, x.device()).py()?;
+            return Ok(self.same(x.flatten_all().py()?.index_select(&pos, 0).py()?));
+        }
         let out = with_dtype!(x.dtype(), T => {
             let v = super::cpu_vec::<T>(&x)?;
             let sel: Vec<T> = v.iter().zip(&m).filter(|(_, &k)| k != 0).map(|(&a, _)| a).collect();
@@ -600,28 +663,26 @@ impl PyTensor {
             let cols: Vec<Py<PyTensor>> = (0..r.max(1))
                 .map(|j| {
                     let c: Vec<i64> = if r == 0 { vec![0; n] } else { (0..n).map(|i| v[i * r + j]).collect() };
-                    Py::new(py, i64_tensor(c, &[n])?)
+                    Py::new(py, i64_tensor(c, &[n], self.t.device())?)
                 })
                 .collect::<PyResult<_>>()?;
             return Ok(PyTuple::new(py, cols)?.into_any().unbind());
         }
-        Ok(Py::new(py, i64_tensor(v, &[n, r])?)?.into_any())
+        Ok(Py::new(py, i64_tensor(v, &[n, r], self.t.device())?)?.into_any())
     }
     fn argwhere(&self) -> PyResult<PyTensor> {
         let (v, n) = self.nonzero_rows()?;
-        i64_tensor(v, &[n, self.rank()])
+        i64_tensor(v, &[n, self.rank()], self.t.device())
     }
 
     #[pyo3(signature = (dim=-1, descending=false, *, stable=false))]
     fn sort(&self, py: Python<'_>, dim: i64, descending: bool, stable: bool) -> PyResult<Py<PyAny>> {
-        let _ = stable; // always stable
-        let (v, i) = self.sort_impl(dim, descending)?;
+        let (v, i) = self.sort_impl(dim, descending, stable)?;
         values_indices(py, "sort", v, i)
     }
     #[pyo3(signature = (dim=-1, descending=false, *, stable=false))]
     fn argsort(&self, dim: i64, descending: bool, stable: bool) -> PyResult<PyTensor> {
-        let _ = stable;
-        Ok(self.sort_impl(dim, descending)?.1)
+        Ok(self.sort_impl(dim, descending, stable)?.1)
     }
     #[pyo3(signature = (k, dim=-1, largest=true, sorted=true))]
     fn topk(&self, py: Python<'_>, k: i64, dim: i64, largest: bool, sorted: bool) -> PyResult<Py<PyAny>> {
@@ -641,7 +702,7 @@ impl PyTensor {
         if k < 1 || k as usize > n {
             return Err(index_err(format!("kthvalue(): selected number k out of range for dimension {d}")));
         }
-        let (v, i) = self.sort_impl(dim, false)?;
+        let (v, i) = self.sort_impl(dim, false, true)?;
         let pick = |t: &PyTensor| -> PyResult<PyTensor> {
             let x = if t.rank() == 0 { t.t.clone() } else { t.t.narrow(d, k as usize - 1, 1).py()? };
             let x = if keepdim || t.rank() == 0 { x } else { x.squeeze(d).py()? };
@@ -666,7 +727,7 @@ impl PyTensor {
         let dims: Vec<usize> = if self.rank() == 1 { vec![num_samples] } else { vec![self.dims()[0], num_samples] };
         // The sample count is the user's: check the output's size before reserving it.
         crate::memory::ensure_bytes(crate::memory::bytes_of(&dims, 8)?)?;
-        let p = super::cpu_vec::<f64>(&self.t.to_dtype(candle_core::DType::F64).py()?)?;
+        let p = super::host_vec::<f64>(&self.t)?;
         let mut out = Vec::with_capacity(dims.iter().product());
         for row in p.chunks(n.max(1)) {
             if row.iter().any(|&x| !x.is_finite() || x < 0.0) {
@@ -702,7 +763,7 @@ impl PyTensor {
                 }
             });
         }
-        i64_tensor(out, &dims)
+        i64_tensor(out, &dims, self.t.device())
     }
 
     #[pyo3(signature = (p=None, *, generator=None))]
@@ -713,13 +774,13 @@ impl PyTensor {
         }
         let probs: Vec<f64> = match p {
             Some(p) => vec![p; self.numel()],
-            None => super::cpu_vec::<f64>(&self.t.to_dtype(candle_core::DType::F64).py()?)?,
+            None => super::host_vec::<f64>(&self.t)?,
         };
         if probs.iter().any(|&x| !(0.0..=1.0).contains(&x)) {
             return Err(runtime_err("Expected p_in >= 0 && p_in <= 1 to be true, but got false."));
         }
         let v: Vec<f64> = super::creation::with_rng(|r| probs.iter().map(|&q| (r.random::<f64>() < q) as u8 as f64).collect());
-        let t = Tensor::from_vec(v, self.dims(), &Device::Cpu).py()?.to_dtype(self.t.dtype()).py()?;
+        let t = Tensor::from_vec(v, self.dims(), self.t.device()).py()?.to_dtype(self.t.dtype()).py()?;
         Ok(self.same(t))
     }
     #[pyo3(signature = (p=None, *, generator=None))]
@@ -752,7 +813,7 @@ impl PyTensor {
         if self.rank() != 1 || !matches!(self.dtype, DType::U8 | DType::I16 | DType::I32 | DType::I64) {
             return Err(runtime_err("bincount only supports 1-d non-negative integral inputs."));
         }
-        let v = super::cpu_vec::<i64>(&self.t.to_dtype(candle_core::DType::I64).py()?)?;
+        let v = super::host_vec::<i64>(&self.t)?;
         if v.iter().any(|&x| x < 0) {
             return Err(runtime_err("bincount only supports 1-d non-negative integral inputs."));
         }
@@ -762,17 +823,17 @@ impl PyTensor {
             None => {
                 let mut c = vec![0i64; len];
                 v.iter().for_each(|&x| c[x as usize] += 1);
-                i64_tensor(c, &[len])
+                i64_tensor(c, &[len], self.t.device())
             }
             Some(w) => {
                 if w.dims() != self.dims() {
                     return Err(runtime_err("weights should be 1-d and have the same length as input"));
                 }
-                let wv = super::cpu_vec::<f64>(&w.t.to_dtype(candle_core::DType::F64).py()?)?;
+                let wv = super::host_vec::<f64>(&w.t)?;
                 let mut c = vec![0f64; len];
                 v.iter().zip(&wv).for_each(|(&x, &y)| c[x as usize] += y);
                 let out_dt = if w.dtype == DType::F32 || w.dtype == DType::F16 || w.dtype == DType::BF16 { w.dtype } else { DType::F64 };
-                let t = Tensor::from_vec(c, len, &Device::Cpu).py()?;
+                let t = Tensor::from_vec(c, len, self.t.device()).py()?;
                 Ok(PyTensor::new(cast(&t, DType::F64, out_dt)?, out_dt))
             }
         }
@@ -796,22 +857,26 @@ impl PyTensor {
         self.assign(Operand::T(&self.same(t)))
     }
 
-    pub fn sort_impl(&self, dim: i64, descending: bool) -> PyResult<(PyTensor, PyTensor)> {
-        self.order_rows(norm_dim(dim, self.rank())?, Order::Sort(descending))
+    /// Sorted values and positions along `dim`. On the CPU always stable; on other devices stable
+    /// when asked (then on the host).
+    pub fn sort_impl(&self, dim: i64, descending: bool, stable: bool) -> PyResult<(PyTensor, PyTensor)> {
+        self.order_rows(norm_dim(dim, self.rank())?, Order::Sort(descending, stable))
     }
 
     /// Sorts (or takes the top k of) every line along `d`, rows in parallel: (values, int64 positions).
     fn order_rows(&self, d: usize, order: Order) -> PyResult<(PyTensor, PyTensor)> {
+        if !super::is_cpu(&self.t) {
+            return self.order_rows_dev(d, order);
+        }
         let rows = rows_of(&self.t, d)?;
         let n = rows.dims().last().copied().unwrap_or(1);
         let k = match order {
-            Order::Sort(_) => n,
+            Order::Sort(..) => n,
             Order::Top(k, _) => k,
         };
         let nrows = if n == 0 { rows.elem_count() } else { rows.elem_count() / n };
         let nrows = if n == 0 { rows.dims()[..rows.rank() - 1].iter().product() } else { nrows };
         let mut idx = vec![0i64; nrows * k];
-        let rows = rows.to_device(&Device::Cpu).py()?;
         let (storage, layout) = rows.storage_and_layout();
         let candle_core::Storage::Cpu(cpu) = &*storage else { return Err(runtime_err("expected a CPU tensor")) };
         let vals = with_dtype!(rows.dtype(), T => {
@@ -823,7 +888,7 @@ impl PyTensor {
                 let work = |r: usize| {
                     let row = &data[r * n..(r + 1) * n];
                     let pos = match order {
-                        Order::Sort(desc) => sorted_positions(row, desc),
+                        Order::Sort(desc, _) => sorted_positions(row, desc),
                         Order::Top(k, largest) => top_positions(row, k, largest),
                     };
                     // SAFETY: row r owns outputs r*k..(r+1)*k; the vectors outlive the loop.
@@ -849,9 +914,203 @@ impl PyTensor {
     }
 }
 
+/// The device paths of selection: Candle's gather/scatter/index_add/arg_sort kernels, indices
+/// bounds-checked first (their range read back from the device).
+impl PyTensor {
+    fn gather_dev(&self, d: usize, index: &PyTensor, negative: bool) -> PyResult<PyTensor> {
+        crate::device::common(&[&self.t, &index.t])?;
+        let n = self.dims().get(d).copied().unwrap_or(1);
+        let (i, range) = device_index(index, n, negative, "gather")?;
+        if let Some((lo, hi)) = range {
+            let min = if negative { -(n as i64) } else { 0 };
+            if lo < min {
+                in_bounds(lo, n, d)?;
+            }
+            if hi >= n as i64 {
+                in_bounds(hi, n, d)?;
+            }
+        }
+        let mut src = if self.rank() == 0 { self.t.reshape(1).py()? } else { self.t.clone() };
+        let i = if index.rank() == 0 { i.reshape(1).py()? } else { i };
+        if i.elem_count() == 0 {
+            return Ok(self.same(Tensor::zeros(index.dims(), self.t.dtype(), self.t.device()).py()?));
+        }
+        // Candle's kernel takes the index's extent in the other dims as the input's.
+        for (k, &len) in i.dims().iter().enumerate() {
+            if k != d && len < src.dims()[k] {
+                src = src.narrow(k, 0, len).py()?;
+            }
+        }
+        let out = src.contiguous().py()?.gather(&i.contiguous().py()?, d).py()?;
+        Ok(self.same(out.reshape(index.dims()).py()?))
+    }
+
+    fn scatter_dev(&self, d: usize, index: &PyTensor, src: Operand<'_>, reduce: Option<&str>) -> PyResult<PyTensor> {
+        let mut ts = vec![&self.t, &index.t];
+        if let Operand::T(s) = &src {
+            ts.push(&s.t);
+        }
+        crate::device::common(&ts)?;
+        let same_extent = index.rank() == self.rank() && index.dims().iter().zip(self.dims()).enumerate().all(|(k, (a, b))| k == d || a == b);
+        let add = match reduce {
+            None => false,
+            Some("add") | Some("sum") => true,
+            // No multiplying scatter among Candle's kernels, nor one for an index narrower than
+            // self in the other dims: those run on the host.
+            _ => return self.on_host_scatter(d, index, src, reduce),
+        };
+        if !same_extent || self.rank() == 0 {
+            return self.on_host_scatter(d, index, src, reduce);
+        }
+        if let Operand::T(s) = &src {
+            if s.rank() != index.rank() {
+                return Err(runtime_err("Index tensor must have the same number of dimensions as src tensor"));
+            }
+            if index.dims().iter().zip(s.dims()).any(|(a, b)| a > b) {
+                return Err(runtime_err(format!("Expected index {:?} to be no larger than src {:?}", index.dims(), s.dims())));
+            }
+        }
+        let n = self.dims()[d];
+        let (i, range) = device_index(index, n, false, "scatter")?;
+        if let Some((lo, hi)) = range {
+            if lo < 0 {
+                in_bounds(lo, n, d)?;
+            }
+            if hi >= n as i64 {
+                in_bounds(hi, n, d)?;
+            }
+        }
+        if i.elem_count() == 0 {
+            return Ok(self.same(self.t.copy().py()?));
+        }
+        let values = match src {
+            Operand::T(s) => {
+                let mut v = cast(&s.t, s.dtype, self.dtype)?;
+                for (k, &len) in index.dims().iter().enumerate() {
+                    if len < v.dims()[k] {
+                        v = v.narrow(k, 0, len).py()?;
+                    }
+                }
+                v.contiguous().py()?
+            }
+            Operand::S(s) => s.tensor(self.dtype, self.t.device())?.broadcast_as(index.dims()).py()?.contiguous().py()?,
+        };
+        let me = self.t.contiguous().py()?;
+        let i = i.contiguous().py()?;
+        let out = if add { me.scatter_add(&i, &values, d) } else { me.scatter(&i, &values, d) }.py()?;
+        Ok(self.same(out))
+    }
+
+    /// scatter on host copies, the result moved back.
+    fn on_host_scatter(&self, d: usize, index: &PyTensor, src: Operand<'_>, reduce: Option<&str>) -> PyResult<PyTensor> {
+        let host = |t: &PyTensor| -> PyResult<PyTensor> { Ok(t.same(t.t.to_device(&Device::Cpu).py()?)) };
+        let (me, idx) = (host(self)?, host(index)?);
+        let src_h = match src {
+            Operand::T(s) => Some(host(s)?),
+            Operand::S(_) => None,
+        };
+        let op = match (&src_h, src) {
+            (Some(t), _) => Operand::T(t),
+            (None, s) => s,
+        };
+        let r = crate::device::on_host(|| me.scatter_impl(d as i64, &idx, op, reduce))?;
+        Ok(r.same(r.t.to_device(self.t.device()).py()?))
+    }
+
+    fn index_update_dev(&self, d: usize, index: &PyTensor, source: Operand<'_>, mode: IndexMode, op: &str) -> PyResult<PyTensor> {
+        let mut ts = vec![&self.t, &index.t];
+        if let Operand::T(s) = &source {
+            ts.push(&s.t);
+        }
+        crate::device::common(&ts)?;
+        let me = if self.rank() == 0 { self.t.reshape(1).py()? } else { self.t.contiguous().py()? };
+        let dims = me.dims().to_vec();
+        let n = dims[d];
+        let k = index.numel();
+        let mut sdims = dims.clone();
+        sdims[d] = k;
+        let src = match source {
+            Operand::T(s) => {
+                let ok = s.dims() == sdims.as_slice() || (s.rank() == 0 && sdims.iter().product::<usize>() == 1) || (self.rank() == 0 && s.numel() == k);
+                if !ok {
+                    return Err(shape_err(format!(
+                        "{op}(): source tensor shape {:?} must match self tensor shape {:?} apart from dimension {d} \
+                         (index has {k} entries)",
+                        s.dims(),
+                        self.dims()
+                    )));
+                }
+                cast(&s.t, s.dtype, self.dtype)?.reshape(()).or_else(|_| cast(&s.t, s.dtype, self.dtype)).and_then(|t| t.broadcast_as(sdims.as_slice()).py())?
+            }
+            Operand::S(s) => s.tensor(self.dtype, self.t.device())?.broadcast_as(sdims.as_slice()).py()?,
+        };
+        let fill = matches!(mode, IndexMode::Fill);
+        let (i, range) = device_index(index, n, fill, op)?;
+        if let Some((lo, hi)) = range {
+            let min = if fill { -(n as i64) } else { 0 };
+            let bad = if lo < min { Some(lo) } else if hi >= n as i64 { Some(hi) } else { None };
+            if let Some(i) = bad {
+                return Err(match mode {
+                    IndexMode::Add(_) => index_err("index out of range in self"),
+                    IndexMode::Copy => index_err(format!("index_copy_(): index {i} is out of bounds for dimension {d} with size {n}")),
+                    IndexMode::Fill => index_err(format!("index {i} is out of bounds for dimension {d} with size {n}")),
+                });
+            }
+        }
+        if k == 0 {
+            return Ok(self.same(self.t.copy().py()?));
+        }
+        let i = i.flatten_all().py()?;
+        let src = src.contiguous().py()?;
+        let out = match mode {
+            IndexMode::Add(a) => {
+                let src = if a == 1.0 { src } else { (src * a).py()? };
+                me.index_add(&i, &src, d).py()?
+            }
+            IndexMode::Copy | IndexMode::Fill => {
+                let mut shape = vec![1; dims.len()];
+                shape[d] = k;
+                let full = i.reshape(shape).py()?.broadcast_as(sdims.as_slice()).py()?.contiguous().py()?;
+                me.scatter(&full, &src, d).py()?
+            }
+        };
+        Ok(self.same(out.reshape(self.dims()).py()?))
+    }
+
+    fn order_rows_dev(&self, d: usize, order: Order) -> PyResult<(PyTensor, PyTensor)> {
+        let rows = rows_of(&self.t, d)?;
+        let n = rows.dims().last().copied().unwrap_or(1);
+        let (k, asc, stable) = match order {
+            Order::Sort(desc, stable) => (n, !desc, stable),
+            Order::Top(k, largest) => (k, !largest, false),
+        };
+        // Candle's CUDA sort (bitonic: not stable, NaN unordered) holds a padded row in shared
+        // memory: up to 8192 elements. Longer rows (a vocabulary's logits), stable sorts and rows
+        // with NaN are sorted on the host.
+        let nan = rows.dtype().is_float() && rows.elem_count() > 0 && {
+            let any = rows.ne(&rows).py()?.flatten_all().py()?.max_keepdim(0).py()?;
+            super::host_vec::<u8>(&any)?[0] != 0
+        };
+        if n > 8192 || rows.elem_count() == 0 || k == 0 || stable || nan {
+            let host = self.same(self.t.to_device(&Device::Cpu).py()?);
+            let (v, i) = crate::device::on_host(|| host.order_rows(d, order))?;
+            let dev = self.t.device();
+            return Ok((v.same(v.t.to_device(dev).py()?), i.same(i.t.to_device(dev).py()?)));
+        }
+        let last = rows.rank() - 1;
+        let idx = rows.arg_sort_last_dim(asc).py()?.narrow(last, 0, k).py()?.contiguous().py()?;
+        let vals = rows.gather(&idx, last).py()?;
+        let rd = rows.dims().to_vec();
+        let vals = from_rows(vals.flatten_all().py()?, &rd, k, d, self.rank())?;
+        let idx = from_rows(idx.to_dtype(candle_core::DType::I64).py()?.flatten_all().py()?, &rd, k, d, self.rank())?;
+        Ok((self.same(vals), PyTensor::new(idx, DType::I64)))
+    }
+}
+
 #[derive(Clone, Copy)]
 enum Order {
-    Sort(bool),
+    /// (descending, stable)
+    Sort(bool, bool),
     Top(usize, bool),
 }
 
@@ -865,7 +1124,7 @@ pub fn unique(py: Python<'_>, input: &PyTensor, sorted: bool, return_inverse: bo
         return Err(pyo3::exceptions::PyNotImplementedError::new_err("unique(dim=...) is not supported by candle_bind yet"));
     }
     let (vals, inverse, counts) = with_dtype!(input.t.dtype(), T => {
-        let data = super::cpu_vec::<T>(&input.t)?;
+        let data = super::host_vec::<T>(&input.t)?;
         let order = sort_row(&data, false);
         let mut uniq: Vec<T> = Vec::new();
         let mut counts: Vec<i64> = Vec::new();
@@ -879,7 +1138,7 @@ pub fn unique(py: Python<'_>, input: &PyTensor, sorted: bool, return_inverse: bo
             inverse[j] = uniq.len() as i64 - 1;
         }
         let n = uniq.len();
-        Ok::<_, PyErr>((Tensor::from_vec(uniq, n, &Device::Cpu).py()?, inverse, counts))
+        Ok::<_, PyErr>((Tensor::from_vec(uniq, n, input.t.device()).py()?, inverse, counts))
     })?;
     let n = vals.elem_count();
     let out = Py::new(py, input.same(vals))?.into_any();
@@ -888,10 +1147,10 @@ pub fn unique(py: Python<'_>, input: &PyTensor, sorted: bool, return_inverse: bo
     }
     let mut parts = vec![out];
     if return_inverse {
-        parts.push(Py::new(py, i64_tensor(inverse, input.dims())?)?.into_any());
+        parts.push(Py::new(py, i64_tensor(inverse, input.dims(), input.t.device())?)?.into_any());
     }
     if return_counts {
-        parts.push(Py::new(py, i64_tensor(counts, &[n])?)?.into_any());
+        parts.push(Py::new(py, i64_tensor(counts, &[n], input.t.device())?)?.into_any());
     }
     Ok(PyTuple::new(py, parts)?.into_any().unbind())
 }
@@ -930,7 +1189,7 @@ pub fn searchsorted(
         }
         Err(_) => {
             let s = Scalar::extract(input).ok_or_else(|| type_err("searchsorted(): input must be a Tensor or a number"))?;
-            holder = PyTensor::new(s.tensor(DType::default_for(s.kind()), &Device::Cpu)?, DType::default_for(s.kind()));
+            holder = PyTensor::new(s.tensor(DType::default_for(s.kind()), sorted_sequence.t.device())?, DType::default_for(s.kind()));
             &holder
         }
     };
@@ -944,8 +1203,8 @@ pub fn searchsorted(
             inp.dims()
         )));
     }
-    let b = super::cpu_vec::<f64>(&seq.t.to_dtype(candle_core::DType::F64).py()?)?;
-    let x = super::cpu_vec::<f64>(&inp.t.to_dtype(candle_core::DType::F64).py()?)?;
+    let b = super::host_vec::<f64>(&seq.t)?;
+    let x = super::host_vec::<f64>(&inp.t)?;
     let m = seq.dims()[seq.rank() - 1];
     let per_row = if seq.rank() > 1 { inp.dims().last().copied().unwrap_or(1) } else { x.len().max(1) };
     let out: Vec<i64> = x
@@ -956,7 +1215,7 @@ pub fn searchsorted(
             (if right { row.partition_point(|&e| e <= v) } else { row.partition_point(|&e| e < v) }) as i64
         })
         .collect();
-    let t = i64_tensor(out, inp.dims())?;
+    let t = i64_tensor(out, inp.dims(), seq.t.device())?;
     if out_int32 { Ok(PyTensor::new(cast(&t.t, DType::I64, DType::I32)?, DType::I32)) } else { Ok(t) }
 }
 

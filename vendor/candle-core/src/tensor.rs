@@ -2795,8 +2795,10 @@ impl Tensor {
     }
 
     /// Check if two tensors share the same underlying allocation.
+    // candle-bind's patch: public, so that a write into a CUDA tensor can tell whether its values
+    // live in the storage it writes to.
     #[inline]
-    pub(crate) fn same_storage(&self, rhs: &Self) -> bool {
+    pub fn same_storage(&self, rhs: &Self) -> bool {
         self.storage_key() == rhs.storage_key()
     }
 

@@ -142,7 +142,7 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
         raise RuntimeError("Lower bound should be less than or equal to the upper bound")
     need_float(input, "rrelu_with_noise_out_cpu" if training else "leaky_relu_cpu")
     if training:
-        a = _C.empty(*input.shape, dtype=input.dtype).uniform_(lower, upper)
+        a = _C.empty(*input.shape, dtype=input.dtype, device=input.device).uniform_(lower, upper)
         return _maybe_inplace(input, _C.where(input >= 0, input, input * a), inplace)
     return F.leaky_relu(input, (lower + upper) / 2, inplace)
 

@@ -134,7 +134,7 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     if oh * ow != L:
         raise RuntimeError(f"Given output_size={(H, W)}, kernel_size={(kh, kw)}, dilation={(dh, dw)}, padding={(ph, pw)}, stride={(sh, sw)}, expected size of input's dimension 2 to match the calculated number of sliding blocks {oh} * {ow} = {oh * ow}, but got input.size(2)={L}.")
     cols = x.reshape(n, c, kh * kw, oh, ow)
-    out = _C.zeros(n, c, hp, wp, dtype=x.dtype)
+    out = _C.zeros(n, c, hp, wp, dtype=x.dtype, device=x.device)
     for i in range(kh):
         for j in range(kw):
             key = (builtins.slice(None), builtins.slice(None),

@@ -23,7 +23,7 @@ def dropout(input, p=0.5, training=True, inplace=False):
         return input
     if p == 1.0:
         return _maybe_inplace(input, input * 0.0, inplace)
-    keep = _C.empty(*input.shape, dtype=input.dtype).bernoulli_(1 - p)
+    keep = _C.empty(*input.shape, dtype=input.dtype, device=input.device).bernoulli_(1 - p)
     return _maybe_inplace(input, input * keep / (1 - p), inplace)
 
 
@@ -34,7 +34,7 @@ def _feature_dropout(input, p, training, inplace, n, name):
     if input.dim() not in (n + 1, n + 2):
         raise RuntimeError(f"{name}: Expected {n + 1}D or {n + 2}D input, but got input of size: {list(input.shape)}")
     shape = list(input.shape[:-n]) + [1] * n
-    keep = _C.empty(*shape, dtype=input.dtype).bernoulli_(1 - p)
+    keep = _C.empty(*shape, dtype=input.dtype, device=input.device).bernoulli_(1 - p)
     return _maybe_inplace(input, input * keep / (1 - p) if p < 1 else input * 0.0, inplace)
 
 
@@ -57,7 +57,7 @@ def alpha_dropout(input, p=0.5, training=False, inplace=False):
     if p == 1.0:
         return _maybe_inplace(input, input * 0.0, inplace)
     alpha = -_SELU_ALPHA * _SELU_SCALE
-    keep = _C.empty(*input.shape, dtype=input.dtype).bernoulli_(1 - p)
+    keep = _C.empty(*input.shape, dtype=input.dtype, device=input.device).bernoulli_(1 - p)
     a = ((1 - p) * (1 + p * alpha**2)) ** -0.5
     b = -a * alpha * p
     return _maybe_inplace(input, (input * keep + alpha * (1 - keep)) * a + b, inplace)

@@ -61,13 +61,13 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
                 psw[i] = psw[i][keep]
             bag = bag[keep]
         if bag.numel() == 0:
-            outs.append(_C.zeros(weight.shape[1], dtype=weight.dtype))
+            outs.append(_C.zeros(weight.shape[1], dtype=weight.dtype, device=weight.device))
             continue
         rows = weight.index_select(0, bag)
         if psw is not None:
             rows = rows * psw[i].unsqueeze(1)
         outs.append(rows.sum(0) if mode == "sum" else rows.mean(0) if mode == "mean" else rows.amax(0))
-    return _C.stack(outs, 0) if outs else _C.zeros(0, weight.shape[1], dtype=weight.dtype)
+    return _C.stack(outs, 0) if outs else _C.zeros(0, weight.shape[1], dtype=weight.dtype, device=weight.device)
 
 
 def one_hot(tensor, num_classes=-1):
@@ -77,4 +77,4 @@ def one_hot(tensor, num_classes=-1):
         num_classes = int(tensor.max().item()) + 1 if tensor.numel() else 0
     if tensor.numel() and (int(tensor.min().item()) < 0 or int(tensor.max().item()) >= num_classes):
         raise RuntimeError("Class values must be smaller than num_classes." if tensor.numel() else "Class values must be non-negative.")
-    return (tensor.long().unsqueeze(-1) == _C.arange(num_classes)).long()
+    return (tensor.long().unsqueeze(-1) == _C.arange(num_classes, device=tensor.device)).long()

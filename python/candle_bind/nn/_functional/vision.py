@@ -67,7 +67,7 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: Option
             idx = j.clamp(0, builtins.max(n - 1, 0))
         else:
             idx = j.remainder(builtins.max(n, 1))
-        x = x.index_select(d, idx)
+        x = x.index_select(d, idx.to(x.device))
     return x
 
 
@@ -160,13 +160,13 @@ def _cubic_weights(t, A=-0.75):
 
 
 def _along(x, d, idx):
-    return x.index_select(d, idx.long())
+    return x.index_select(d, idx.long().to(x.device))
 
 
 def _weights_shape(w, x, d):
     shape = [1] * x.dim()
     shape[d] = w.shape[0]
-    return w.reshape(*shape).to(x.dtype)
+    return w.reshape(*shape).to(x.dtype).to(x.device)
 
 
 def _taps(mode, L, O, scale, ac):
@@ -261,7 +261,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         if O == L and scales[i] in (None, 1.0) and mode != "bicubic":
             continue
         scale = (L / O) if scales[i] is None else 1.0 / scales[i]
-        if x.dtype != _C.float64 and x.device.type == "cpu":
+        if x.dtype != _C.float64:
             # Taps and weights per output position, applied along the dim by one Rust pass.
             idx, wts = _taps(mode, L, O, scale, ac)
             x = _C.resample_axis(x.contiguous(), d, idx, wts)
@@ -307,10 +307,10 @@ def affine_grid(theta, size, align_corners=False):
 
     def coords(n):
         if n <= 1:
-            return _C.zeros(max(n, 1), dtype=theta.dtype)
+            return _C.zeros(max(n, 1), dtype=theta.dtype, device=theta.device)
         if align_corners:
-            return _C.arange(n, dtype=theta.dtype) * (2.0 / (n - 1)) - 1
-        return (_C.arange(n, dtype=theta.dtype) * 2 + 1) / n - 1
+            return _C.arange(n, dtype=theta.dtype, device=theta.device) * (2.0 / (n - 1)) - 1
+        return (_C.arange(n, dtype=theta.dtype, device=theta.device) * 2 + 1) / n - 1
 
     axes = [coords(n) for n in reversed(spatial)]  # x, y(, z): innermost first
     grids = []
@@ -319,7 +319,7 @@ def affine_grid(theta, size, align_corners=False):
         shape = [1] * len(spatial)
         shape[len(spatial) - 1 - i] = a.shape[0]
         grids.append(a.reshape(*shape).expand(*mesh_shape))
-    grids.append(_C.ones(*mesh_shape, dtype=theta.dtype))
+    grids.append(_C.ones(*mesh_shape, dtype=theta.dtype, device=theta.device))
     base = _C.stack(grids, -1).reshape(1, -1, len(spatial) + 1)
     out = base.matmul(theta.transpose(1, 2))
     return out.reshape(size[0], *spatial, len(spatial))

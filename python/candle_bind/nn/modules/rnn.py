@@ -135,19 +135,19 @@ class RNNBase(Module):
             c0 = c0.unsqueeze(1) if c0 is not None else None
         exp_h = (self.num_layers * dirs, N, real_hidden)
         if h0 is None:
-            h0 = _C.zeros(*exp_h, dtype=x.dtype)
+            h0 = _C.zeros(*exp_h, dtype=x.dtype, device=x.device)
         elif tuple(h0.shape) != exp_h:
             raise RuntimeError(f"Expected hidden size {exp_h}, got {list(h0.shape)}")
         if is_lstm:
             exp_c = (self.num_layers * dirs, N, self.hidden_size)
             if c0 is None:
-                c0 = _C.zeros(*exp_c, dtype=x.dtype)
+                c0 = _C.zeros(*exp_c, dtype=x.dtype, device=x.device)
             elif tuple(c0.shape) != exp_c:
                 raise RuntimeError(f"Expected hidden size {exp_c}, got {list(c0.shape)}")
         mask = None
         if lengths is not None:
-            t_idx = _C.arange(L).unsqueeze(1)
-            mask = (t_idx < _C.tensor(lengths).unsqueeze(0)).unsqueeze(-1).to(x.dtype)  # (L, N, 1)
+            t_idx = _C.arange(L, device=x.device).unsqueeze(1)
+            mask = (t_idx < _C.tensor(lengths, device=x.device).unsqueeze(0)).unsqueeze(-1).to(x.dtype)  # (L, N, 1)
         h_n, c_n = [], []
         layer_in = x
         for layer in range(self.num_layers):
@@ -157,8 +157,9 @@ class RNNBase(Module):
                 gi_all = F.linear(layer_in, w_ih, b_ih)  # all steps at once: (L, N, G·H)
                 h = h0[layer * dirs + d]
                 c = c0[layer * dirs + d] if is_lstm else None
-                if gi_all.dtype != _C.float64 and gi_all.device.type == "cpu":
-                    # The time loop in Rust (f32 math); float64 keeps the exact loop below.
+                if gi_all.dtype != _C.float64:
+                    # The time loop in Rust (f32 math on the CPU, the input's dtype elsewhere);
+                    # float64 keeps the exact loop below.
                     m2 = mask.reshape(L, N) if mask is not None else None
                     out, h, c = _C.rnn_scan(self.mode, gi_all.contiguous(), h.contiguous(), c.contiguous() if c is not None else None,
                                             w_hh, b_hh, w_hr, m2, d == 1)
@@ -194,7 +195,7 @@ class RNNBase(Module):
         if packed:
             # Re-pack in the input's own order (its batch_sizes and sorted_indices).
             order = sorted_indices.tolist() if sorted_indices is not None else list(range(N))
-            data = [output[t].index_select(0, _C.tensor(order[:bs], dtype=_C.int64))
+            data = [output[t].index_select(0, _C.tensor(order[:bs], dtype=_C.int64, device=output.device))
                     for t, bs in enumerate(input.batch_sizes.tolist())]
             output = PackedSequence(_C.cat(data, 0), input.batch_sizes, input.sorted_indices, input.unsorted_indices)
         elif not batched:
@@ -259,12 +260,12 @@ class _CellBase(Module):
         batched = input.dim() == 2
         x = input if batched else input.unsqueeze(0)
         if h is None:
-            h = _C.zeros(x.shape[0], self.hidden_size, dtype=x.dtype)
+            h = _C.zeros(x.shape[0], self.hidden_size, dtype=x.dtype, device=x.device)
         elif not batched:
             h = h.unsqueeze(0)
         if self._mode == "LSTM":
             if c is None:
-                c = _C.zeros(x.shape[0], self.hidden_size, dtype=x.dtype)
+                c = _C.zeros(x.shape[0], self.hidden_size, dtype=x.dtype, device=x.device)
             elif not batched:
                 c = c.unsqueeze(0)
         gi = F.linear(x, self.weight_ih, self.bias_ih)

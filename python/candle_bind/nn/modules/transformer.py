@@ -25,7 +25,7 @@ def _additive(mask, dtype):
     if mask is None:
         return None
     if mask.dtype == _C.bool:
-        return _C.zeros(*mask.shape, dtype=dtype).masked_fill(mask, float("-inf"))
+        return _C.zeros(*mask.shape, dtype=dtype, device=mask.device).masked_fill(mask, float("-inf"))
     return mask.to(dtype)
 
 
@@ -123,8 +123,8 @@ class MultiheadAttention(Module):
         k = k.reshape(k.shape[0], N * H, hd).transpose(0, 1)
         v = v.reshape(v.shape[0], N * H, hd).transpose(0, 1)
         if self.add_zero_attn:
-            k = _C.cat([k, _C.zeros(N * H, 1, hd, dtype=k.dtype)], 1)
-            v = _C.cat([v, _C.zeros(N * H, 1, hd, dtype=v.dtype)], 1)
+            k = _C.cat([k, _C.zeros(N * H, 1, hd, dtype=k.dtype, device=k.device)], 1)
+            v = _C.cat([v, _C.zeros(N * H, 1, hd, dtype=v.dtype, device=v.device)], 1)
             mask = F.pad(mask, (0, 1)) if mask is not None else None
             kpm = F.pad(kpm, (0, 1)) if kpm is not None else None
         S = k.shape[1]
@@ -301,4 +301,4 @@ class Transformer(Module):
 
     @staticmethod
     def generate_square_subsequent_mask(sz, device=None, dtype=None):
-        return _C.full((sz, sz), float("-inf"), dtype=dtype or _C.get_default_dtype()).triu(diagonal=1)
+        return _C.full((sz, sz), float("-inf"), dtype=dtype or _C.get_default_dtype(), device=device).triu(diagonal=1)

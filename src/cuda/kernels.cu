@@ -1,0 +1,53 @@
+// candle_bind's own CUDA kernels: the writes into a tensor's memory behind in-place ops and
+// indexed assignment, which Candle has no kernel for. Elements are moved by size (1, 2, 4 or 8
+// bytes), so each kernel serves every dtype of that size.
+#include <stdint.h>
+
+// dst[offsets[i]] = src[i] (or src[0] for every i when `one`).
+#define WRITE_AT(T, NAME)                                                                          \
+    extern "C" __global__ void NAME(T *dst, const int64_t *offsets, const T *src, uint64_t n,       \
+                                    uint32_t one) {                                                \
+        for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n;                  \
+             i += (uint64_t)blockDim.x * gridDim.x) {                                              \
+            dst[offsets[i]] = src[one ? 0 : i];                                                    \
+        }                                                                                          \
+    }
+
+// The strided view of `dst` with `rank` dims (info: dims then strides, in elements) starting at
+// `base`, written in row-major order from src (or src[0] for every element when `one`).
+#define WRITE_STRIDED(T, NAME)                                                                     \
+    extern "C" __global__ void NAME(T *dst, uint64_t base, const uint64_t *info, uint32_t rank,    \
+                                    const T *src, uint64_t n, uint32_t one) {                      \
+        for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n;                  \
+             i += (uint64_t)blockDim.x * gridDim.x) {                                              \
+            uint64_t rem = i, off = base;                                                          \
+            for (int d = (int)rank - 1; d >= 0; --d) {                                             \
+                uint64_t c = rem % info[d];                                                        \
+                rem /= info[d];                                                                    \
+                off += c * info[rank + d];                                                         \
+            }                                                                                      \
+            dst[off] = src[one ? 0 : i];                                                           \
+        }                                                                                          \
+    }
+
+WRITE_AT(uint8_t, write_at_1)
+WRITE_AT(uint16_t, write_at_2)
+WRITE_AT(uint32_t, write_at_4)
+WRITE_AT(uint64_t, write_at_8)
+WRITE_STRIDED(uint8_t, write_strided_1)
+WRITE_STRIDED(uint16_t, write_strided_2)
+WRITE_STRIDED(uint32_t, write_strided_4)
+WRITE_STRIDED(uint64_t, write_strided_8)
+
+// out = pow(a, b) elementwise over contiguous operands: C's pow, as torch computes a tensor power
+// (Candle's pow is exp(b·log a), NaN for every negative base).
+#define POW(T, F, NAME)                                                                            \
+    extern "C" __global__ void NAME(const T *a, const T *b, T *out, uint64_t n) {                  \
+        for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n;                  \
+             i += (uint64_t)blockDim.x * gridDim.x) {                                              \
+            out[i] = F(a[i], b[i]);                                                                \
+        }                                                                                          \
+    }
+
+POW(float, powf, pow_f32)
+POW(double, pow, pow_f64)
