@@ -125,7 +125,7 @@ mod candle_bind_c {
     #[pymodule_export]
     use crate::nn::conv::{conv, conv_transpose};
     #[pymodule_export]
-    use crate::nn::norm::{channel_affine, norm_rows};
+    use crate::nn::norm::{batch_norm_eval, channel_affine, norm_rows};
     #[pymodule_export]
     use crate::nn::pool::{pool, resample_axis};
     #[pymodule_export]

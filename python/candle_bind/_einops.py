@@ -20,7 +20,7 @@ class CandleBindBackend(AbstractBackend):
         return candle_bind.from_numpy(x)
 
     def to_numpy(self, x):
-        return x.numpy()
+        return x.cpu().numpy()
 
     def arange(self, start, stop):
         return candle_bind.arange(start, stop, dtype=candle_bind.int64)

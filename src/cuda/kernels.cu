@@ -2,6 +2,8 @@
 // indexed assignment, which Candle has no kernel for. Elements are moved by size (1, 2, 4 or 8
 // bytes), so each kernel serves every dtype of that size.
 #include <stdint.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 
 // dst[offsets[i]] = src[i] (or src[0] for every i when `one`).
 #define WRITE_AT(T, NAME)                                                                          \
@@ -51,3 +53,40 @@ WRITE_STRIDED(uint64_t, write_strided_8)
 
 POW(float, powf, pow_f32)
 POW(double, pow, pow_f64)
+
+// relu as torch computes it: x < 0 ? 0 : x, so NaN and -0.0 pass through (Candle's relu drops NaN).
+#define RELU(T, TO_F, ZERO, NAME)                                                                  \
+    extern "C" __global__ void NAME(const T *x, T *out, uint64_t n) {                              \
+        for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n;                  \
+             i += (uint64_t)blockDim.x * gridDim.x) {                                              \
+            out[i] = TO_F(x[i]) < 0.0f ? ZERO : x[i];                                              \
+        }                                                                                          \
+    }
+
+#define ID(v) (v)
+RELU(float, ID, 0.0f, relu_f32)
+RELU(double, ID, 0.0, relu_f64)
+RELU(__half, __half2float, __float2half(0.0f), relu_f16)
+RELU(__nv_bfloat16, __bfloat162float, __float2bfloat16(0.0f), relu_bf16)
+
+// BatchNorm in eval mode in one pass: out = (x - mean[c]) * rsqrt(var[c] + eps) * w[c] + b[c], for x
+// of shape (N, C, inner) contiguous; w and b may be null. Statistics and math in float (double for
+// double), as torch's kernel.
+#define BN_EVAL(T, ACC, LOAD, STORE, RSQRT, NAME)                                                  \
+    extern "C" __global__ void NAME(const T *x, const T *mean, const T *var, const T *w, const T *b, \
+                                    double eps, uint64_t c_dim, uint64_t inner, uint64_t n, T *out) {  \
+        for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n;                  \
+             i += (uint64_t)blockDim.x * gridDim.x) {                                              \
+            uint64_t c = (i / inner) % c_dim;                                                      \
+            ACC inv = RSQRT(LOAD(var[c]) + (ACC)eps);                                              \
+            ACC y = (LOAD(x[i]) - LOAD(mean[c])) * inv;                                            \
+            if (w) y = y * LOAD(w[c]);                                                             \
+            if (b) y = y + LOAD(b[c]);                                                             \
+            out[i] = STORE(y);                                                                     \
+        }                                                                                          \
+    }
+
+BN_EVAL(float, float, ID, ID, rsqrtf, bn_eval_f32)
+BN_EVAL(double, double, ID, ID, rsqrt, bn_eval_f64)
+BN_EVAL(__half, float, __half2float, __float2half, rsqrtf, bn_eval_f16)
+BN_EVAL(__nv_bfloat16, float, __bfloat162float, __float2bfloat16, rsqrtf, bn_eval_bf16)

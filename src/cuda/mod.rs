@@ -174,3 +174,104 @@ pub fn pow(a: &Tensor, b: &Tensor) -> PyResult<Tensor> {
     }
     a.apply_op2_no_bwd(&b, &Pow).py()
 }
+
+/// relu keeping NaN and -0.0 (torch's), in one pass over a float tensor.
+pub fn relu(x: &Tensor) -> PyResult<Tensor> {
+    struct Relu;
+    impl candle_core::CustomOp1 for Relu {
+        fn name(&self) -> &'static str {
+            "candle_bind-relu"
+        }
+        fn cpu_fwd(&self, _: &candle_core::CpuStorage, _: &Layout) -> candle_core::Result<(candle_core::CpuStorage, candle_core::Shape)> {
+            candle_core::bail!("candle_bind-relu is a CUDA kernel")
+        }
+        fn cuda_fwd(&self, s: &CudaStorage, l: &Layout) -> candle_core::Result<(CudaStorage, candle_core::Shape)> {
+            let n = l.shape().elem_count();
+            let dev = s.device().clone();
+            let cfg = LaunchConfig::for_num_elems((n as u32).max(1));
+            macro_rules! run {
+                ($t:ty, $name:expr) => {{
+                    let x = s.as_cuda_slice::<$t>()?.slice(l.start_offset()..);
+                    // SAFETY: written in full by the kernel below.
+                    let out = unsafe { dev.alloc::<$t>(n)? };
+                    let func = dev.get_or_load_custom_func($name, "candle_bind", PTX)?;
+                    let mut b = func.builder();
+                    b.arg(&x);
+                    b.arg(&out);
+                    let n64 = n as u64;
+                    b.arg(&n64);
+                    // SAFETY: x and out hold n elements.
+                    unsafe { b.launch(cfg) }.map_err(driver_err)?;
+                    CudaStorage::wrap_cuda_slice(out, dev.clone())
+                }};
+            }
+            let out = match s.dtype() {
+                DType::F32 => run!(f32, "relu_f32"),
+                DType::F64 => run!(f64, "relu_f64"),
+                DType::F16 => run!(half::f16, "relu_f16"),
+                DType::BF16 => run!(half::bf16, "relu_bf16"),
+                d => candle_core::bail!("candle_bind-relu: {d:?}"),
+            };
+            Ok((out, l.shape().clone()))
+        }
+    }
+    let x = x.contiguous().py()?;
+    x.apply_op1_no_bwd(&Relu).py()
+}
+
+/// BatchNorm in eval mode over x (N, C, *), one kernel: (x − mean)·rsqrt(var + eps)·w + b, the
+/// statistics and affine parameters (C,) in x's dtype.
+pub fn batch_norm_eval(x: &Tensor, mean: &Tensor, var: &Tensor, w: Option<&Tensor>, b: Option<&Tensor>, eps: f64) -> PyResult<Tensor> {
+    let x = x.contiguous().py()?;
+    let (n, c) = (x.elem_count(), x.dims()[1]);
+    let inner: usize = x.dims()[2..].iter().product();
+    let dev = x.device().as_cuda_device().py()?.clone();
+    let prep = |t: &Tensor| -> PyResult<Tensor> { t.to_dtype(x.dtype()).py()?.contiguous().py() };
+    let (mean, var) = (prep(mean)?, prep(var)?);
+    let (w, b) = (w.map(prep).transpose()?, b.map(prep).transpose()?);
+    let out = {
+        let (xs, xl) = x.storage_and_layout();
+        let Storage::Cuda(xs) = &*xs else { return Err(runtime_err("batch_norm_eval: expected a CUDA tensor")) };
+        let guards = [&mean, &var].into_iter().chain(w.iter()).chain(b.iter()).map(|t| t.storage_and_layout()).collect::<Vec<_>>();
+        macro_rules! run {
+            ($t:ty, $name:expr) => {{
+                let slice = |i: usize| -> candle_core::Result<candle_core::cuda::cudarc::driver::CudaView<'_, $t>> {
+                    let (s, l) = &guards[i];
+                    let Storage::Cuda(s) = &**s else { candle_core::bail!("batch_norm_eval: expected CUDA tensors") };
+                    Ok(s.as_cuda_slice::<$t>()?.slice(l.start_offset()..))
+                };
+                let xv = xs.as_cuda_slice::<$t>().py()?.slice(xl.start_offset()..);
+                let (m, v) = (slice(0).py()?, slice(1).py()?);
+                let wv = if w.is_some() { Some(slice(2).py()?) } else { None };
+                let bv = if b.is_some() { Some(slice(2 + w.is_some() as usize).py()?) } else { None };
+                // SAFETY: written in full by the kernel below.
+                let out = unsafe { dev.alloc::<$t>(n) }.py()?;
+                let func = dev.get_or_load_custom_func($name, "candle_bind", PTX).py()?;
+                let mut bld = func.builder();
+                let null = 0u64;
+                bld.arg(&xv);
+                bld.arg(&m);
+                bld.arg(&v);
+                match &wv { Some(wv) => { bld.arg(wv); } None => { bld.arg(&null); } }
+                match &bv { Some(bv) => { bld.arg(bv); } None => { bld.arg(&null); } }
+                let (c64, inner64, n64) = (c as u64, inner as u64, n as u64);
+                bld.arg(&eps);
+                bld.arg(&c64);
+                bld.arg(&inner64);
+                bld.arg(&n64);
+                bld.arg(&out);
+                // SAFETY: x and out hold n elements, mean/var/w/b hold c.
+                unsafe { bld.launch(LaunchConfig::for_num_elems((n as u32).max(1))) }.map_err(driver_err).py()?;
+                CudaStorage::wrap_cuda_slice(out, dev.clone())
+            }};
+        }
+        match x.dtype() {
+            DType::F32 => run!(f32, "bn_eval_f32"),
+            DType::F64 => run!(f64, "bn_eval_f64"),
+            DType::F16 => run!(half::f16, "bn_eval_f16"),
+            DType::BF16 => run!(half::bf16, "bn_eval_bf16"),
+            d => return Err(runtime_err(format!("batch_norm: {d:?} input"))),
+        }
+    };
+    Ok(Tensor::from_storage(Storage::Cuda(out), x.dims(), candle_core::op::BackpropOp::none(), false))
+}

@@ -82,12 +82,10 @@ fn sdpa_dev(q: &PyTensor, k: &PyTensor, v: &PyTensor, mask: Option<&PyTensor>, c
     let neg_inf = Tensor::new(f32::NEG_INFINITY, dev).py()?.to_dtype(dt).py()?;
     let mut masked = false;
     if causal {
-        // Lower triangle aligned to the top left, as torch's is_causal when L != S.
-        let cols = Tensor::arange(0u32, s as u32, dev).py()?.reshape((1, s)).py()?;
-        let rows = Tensor::arange(0u32, l as u32, dev).py()?.reshape((l, 1)).py()?;
-        let keep = cols.broadcast_le(&rows).py()?.broadcast_as((b, l, s)).py()?;
+        // Lower triangle aligned to the top left, as torch's is_causal when L != S: no row is
+        // empty, so no safe-softmax pass.
+        let keep = causal_mask(l, s, dev)?.broadcast_as((b, l, s)).py()?;
         scores = keep.where_cond(&scores, &neg_inf.broadcast_as((b, l, s)).py()?).py()?;
-        masked = true;
     }
     if let Some(m) = mask {
         // Head bi reads mask block bi / group: the scores seen as (Bm, B / Bm, L, S).
@@ -109,6 +107,27 @@ fn sdpa_dev(q: &PyTensor, k: &PyTensor, v: &PyTensor, mask: Option<&PyTensor>, c
         p = dead.where_cond(&p.zeros_like().py()?, &p).py()?;
     }
     Ok(PyTensor::new(p.matmul(&v.t).py()?, q.dtype))
+}
+
+/// The (L, S) keep-mask of causal attention on `dev` (1 where column ≤ row), built once per size: a
+/// decoding loop asks for the same few again and again.
+fn causal_mask(l: usize, s: usize, dev: &candle_core::Device) -> PyResult<Tensor> {
+    use std::collections::HashMap;
+    use std::sync::Mutex;
+    static CACHE: Mutex<Option<HashMap<(usize, usize, String), Tensor>>> = Mutex::new(None);
+    let key = (l, s, format!("{:?}", dev.location()));
+    let mut guard = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    let cache = guard.get_or_insert_with(HashMap::new);
+    if let Some(t) = cache.get(&key) {
+        return Ok(t.clone());
+    }
+    let v: Vec<u8> = (0..l).flat_map(|i| (0..s).map(move |j| (j <= i) as u8)).collect();
+    let t = Tensor::from_vec(v, (l, s), dev).py()?;
+    if cache.len() >= 64 {
+        cache.clear();
+    }
+    cache.insert(key, t.clone());
+    Ok(t)
 }
 
 /// Query rows per block in causal attention.

@@ -580,11 +580,17 @@ mod dev {
         }
         let ns = x.rank() - 2;
         let (s, p, d, g) = (same(&spec.stride), same(&spec.padding), same(&spec.dilation), spec.groups);
-        // Candle's conv_transpose1d is not used: its col2im path gave wrong results for batch > 1.
         let y = crate::device::matmul_precision(&[x, w], |v| {
             let (x, w) = (&v[0], &v[1]);
             match (&spec.output_padding, ns, s, p, d) {
                 (None, 1, _, _, _) => x.conv1d(w, spec.padding[0], spec.stride[0], spec.dilation[0], g),
+                // Candle's direct kernel, fed a weight view that is not contiguous: its col2im
+                // path (taken for a contiguous one) gave wrong results for batch > 1.
+                (Some(op), 1, _, _, _) => {
+                    let (ci, co, k) = w.dims3()?;
+                    let wide = Tensor::cat(&[w, &Tensor::zeros((ci, co, 1), w.dtype(), w.device())?], 2)?;
+                    x.conv_transpose1d(&wide.narrow(2, 0, k)?, spec.padding[0], op[0], spec.stride[0], spec.dilation[0], g)
+                }
                 (None, 2, Some(s), Some(p), Some(d)) => x.conv2d(w, p, s, d, g),
                 (Some(op), 2, Some(s), Some(p), Some(d)) if g == 1 && same(op).is_some() => x.conv_transpose2d(w, p, op[0], s, d),
                 (None, ..) => im2col(x, w, &spec.stride, &spec.padding, &spec.dilation, g).map_err(to_candle),

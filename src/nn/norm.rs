@@ -221,3 +221,42 @@ pub fn channel_affine(input: &PyTensor, scale: &PyTensor, shift: &PyTensor) -> P
     }
     Ok(PyTensor::new(Tensor::from_vec(y, dims, &Device::Cpu).py()?, DType::F32))
 }
+
+/// BatchNorm in eval mode off the CPU: (x − mean)·rsqrt(var + eps)·weight + bias per channel of
+/// x (N, C, *), one kernel of ours on CUDA (Candle ops elsewhere) instead of the half-dozen small
+/// ops over the statistics plus two passes over x.
+#[pyfunction]
+#[pyo3(signature = (input, mean, var, weight, bias, eps))]
+pub fn batch_norm_eval(input: &PyTensor, mean: &PyTensor, var: &PyTensor, weight: Option<&PyTensor>, bias: Option<&PyTensor>, eps: f64) -> PyResult<PyTensor> {
+    let mut ts = vec![&input.t, &mean.t, &var.t];
+    ts.extend(weight.iter().map(|w| &w.t).chain(bias.iter().map(|b| &b.t)));
+    crate::device::common(&ts)?;
+    let dims = input.dims();
+    if dims.len() < 2 || !input.dtype.is_float() {
+        return Err(runtime_err("batch_norm_eval: expects a float tensor (N, C, *)"));
+    }
+    let c = dims[1];
+    for p in [Some(mean), Some(var), weight, bias].into_iter().flatten() {
+        if p.numel() != c {
+            return Err(crate::error::shape_err(format!("batch_norm: parameters need {c} elements, got {}", p.numel())));
+        }
+    }
+    #[cfg(feature = "cuda")]
+    if input.t.device().is_cuda() {
+        let y = crate::cuda::batch_norm_eval(&input.t, &mean.t, &var.t, weight.map(|w| &w.t), bias.map(|b| &b.t), eps)?;
+        return Ok(input.same(y));
+    }
+    let mut bd = vec![1; dims.len()];
+    bd[1] = c;
+    let dt = input.t.dtype();
+    let p = |t: &Tensor| -> PyResult<Tensor> { t.to_dtype(dt).py()?.reshape(bd.as_slice()).py() };
+    let inv = (p(&var.t)? + eps).py()?.sqrt().py()?.recip().py()?;
+    let mut y = input.t.broadcast_sub(&p(&mean.t)?).py()?.broadcast_mul(&inv).py()?;
+    if let Some(w) = weight {
+        y = y.broadcast_mul(&p(&w.t)?).py()?;
+    }
+    if let Some(b) = bias {
+        y = y.broadcast_add(&p(&b.t)?).py()?;
+    }
+    Ok(input.same(y))
+}

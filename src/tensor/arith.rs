@@ -542,10 +542,15 @@ pub(crate) mod dev {
     pub fn select_neg(t: &Tensor, neg: &Tensor, pos: &Tensor) -> PyResult<Tensor> {
         t.lt(&t.zeros_like().py()?).py()?.where_cond(neg, pos).py()
     }
-    /// max(x, 0) keeping NaN and -0.0, as torch's relu (Candle's drops NaN).
-    pub fn relu(t: &Tensor) -> candle_core::Result<Tensor> {
-        let zero = t.zeros_like()?;
-        t.lt(&zero)?.where_cond(&zero, t)
+    /// max(x, 0) keeping NaN and -0.0, as torch's relu (Candle's drops NaN): one kernel of ours
+    /// on CUDA, Candle ops elsewhere.
+    pub fn relu(t: &Tensor) -> PyResult<Tensor> {
+        #[cfg(feature = "cuda")]
+        if t.device().is_cuda() {
+            return crate::cuda::relu(t);
+        }
+        let zero = t.zeros_like().py()?;
+        t.lt(&zero).py()?.where_cond(&zero, t).py()
     }
     /// 1 for positive, -1 for negative, x itself for zeros and NaN.
     pub fn sign(t: &Tensor) -> PyResult<Tensor> {
@@ -648,7 +653,7 @@ float_methods! {
     erf: erf_f32, erf_f64, (|t: &Tensor| t.erf());
     reciprocal: |x: f32| 1.0 / x, |x: f64| 1.0 / x, (|t: &Tensor| t.recip());
     // `x < 0 ? 0 : x`: NaN and -0.0 pass through, as torch's relu (and the in-place AVX path) keep them.
-    relu_float: |x: f32| if x < 0.0 { 0.0 } else { x }, |x: f64| if x < 0.0 { 0.0 } else { x }, (|t: &Tensor| dev::relu(t));
+    relu_float: |x: f32| if x < 0.0 { 0.0 } else { x }, |x: f64| if x < 0.0 { 0.0 } else { x }, (|t: &Tensor| dev::relu(t).map_err(|e| candle_core::Error::Msg(e.to_string())));
 }
 
 #[pymethods]
@@ -1285,6 +1290,14 @@ pub fn matmul(a: &PyTensor, b: &PyTensor) -> PyResult<PyTensor> {
         sb.extend_from_slice(&tb.dims()[tb.rank() - 2..]);
         let ta = ta.broadcast_as(sa).py()?;
         let tb = tb.broadcast_as(sb).py()?;
+        if (ta.elem_count() == 0 || tb.elem_count() == 0) && !is_cpu(&ta) {
+            // An empty operand: zeros (a sum over nothing) of the product's shape; cuBLAS refuses
+            // zero-size leading dimensions.
+            let mut od = batch.clone();
+            od.extend([ta.dims()[ta.rank() - 2], tb.dims()[tb.rank() - 1]]);
+            let r = Tensor::zeros(od, ta.dtype(), ta.device()).py()?;
+            return if float { Ok(r) } else { r.to_dtype(a.dtype.candle()).py() };
+        }
         let r = if let Some(r) = super::linalg::fast_matmul(&ta, &tb, &batch) {
             r?
         } else {

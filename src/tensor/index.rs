@@ -375,6 +375,9 @@ impl PyTensor {
         }
         // Candle writes only into tensors without repeated (zero-stride) elements.
         check_writable(self.dims(), self.t.layout().stride())?;
+        if !crate::device::cpu_kernels(&self.t) && self.masked_assign(key, value)? {
+            return Ok(());
+        }
         let items = parse_key(key)?;
         // `x[mask] = v` with a mask over all of a contiguous x and one value: a single masked pass.
         if let ([Item::Mask(m, mdims)], Operand::S(_) | Operand::T(PyTensor { .. })) = (items.as_slice(), value) {
@@ -415,6 +418,33 @@ impl PyTensor {
             Some(p) => write(&self.t, Dest::Strided(&p.dims, &p.strides, p.base), &values),
             None => write(&self.t, Dest::At(&offs), &values),
         }
+    }
+}
+
+impl PyTensor {
+    /// `x[mask] = v` off the CPU, for a bool mask of x's shape and one value: where(mask, v, x)
+    /// written back over x, with no read of the mask to the host. False when it does not apply.
+    fn masked_assign(&self, key: &Bound<'_, PyAny>, value: Operand<'_>) -> PyResult<bool> {
+        let Ok(m) = key.cast::<PyTensor>() else { return Ok(false) };
+        let m = m.borrow();
+        let one = match value {
+            Operand::S(_) => true,
+            Operand::T(v) => v.numel() == 1 && v.rank() <= 1,
+        };
+        if m.dtype != crate::dtype::DType::Bool || m.dims() != self.dims() || !one || m.rank() == 0 {
+            return Ok(false);
+        }
+        crate::device::common(&[&self.t, &m.t])?;
+        let v = match value {
+            Operand::S(s) => s.tensor(self.dtype, self.t.device())?,
+            Operand::T(v) => super::scalar_to(super::cast(&v.t, v.dtype, self.dtype)?.reshape(()).py()?, self.t.device())?,
+        };
+        let v = PyTensor::new(v, self.dtype);
+        let new = super::arith::where_(&m, Operand::T(&v), Operand::T(self))?;
+        let new = super::cast(&new.t, new.dtype, self.dtype)?;
+        let l = self.t.layout();
+        write(&self.t, Dest::Strided(l.dims(), l.stride(), l.start_offset()), &new)?;
+        Ok(true)
     }
 }
 

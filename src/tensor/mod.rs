@@ -118,8 +118,16 @@ impl Scalar {
         }
         None
     }
-    /// A 0-d Candle tensor holding this value in `dtype`.
+    /// A 0-d Candle tensor holding this value in `dtype`. On a GPU the tensor is kept and handed
+    /// out again for the same value: an upload per scalar operand would cost more than the op.
     pub fn tensor(self, dtype: DType, device: &Device) -> PyResult<Tensor> {
+        if !device.is_cpu() {
+            return device_scalar(self, dtype, device);
+        }
+        self.host_tensor(dtype, device)
+    }
+
+    fn host_tensor(self, dtype: DType, device: &Device) -> PyResult<Tensor> {
         let t = match (self, dtype) {
             (_, DType::Bool) => Tensor::new(self.truthy() as u8, device),
             (_, DType::U8) => Tensor::new(self.as_i64() as u8, device),
@@ -150,6 +158,32 @@ impl Scalar {
             Scalar::Float(f) => f != 0.0,
         }
     }
+}
+
+/// The 0-d device tensors of recent scalar operands, by (value bits, dtype, device): models use a
+/// few constants over and over (0, 1, a scale, -inf). Bounded; cleared when full.
+fn device_scalar(s: Scalar, dtype: DType, device: &Device) -> PyResult<Tensor> {
+    use std::collections::HashMap;
+    use std::sync::Mutex;
+    type Key = (u8, u64, DType, String);
+    static CACHE: Mutex<Option<HashMap<Key, Tensor>>> = Mutex::new(None);
+    let bits = match s {
+        Scalar::Bool(b) => (0, b as u64),
+        Scalar::Int(i) => (1, i as u64),
+        Scalar::Float(f) => (2, f.to_bits()),
+    };
+    let key = (bits.0, bits.1, dtype, format!("{:?}", device.location()));
+    let mut guard = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    let cache = guard.get_or_insert_with(HashMap::new);
+    if let Some(t) = cache.get(&key) {
+        return Ok(t.clone());
+    }
+    let t = s.host_tensor(dtype, &Device::Cpu)?.to_device(device).py()?;
+    if cache.len() >= 512 {
+        cache.clear();
+    }
+    cache.insert(key, t.clone());
+    Ok(t)
 }
 
 /// An operand of a binary op: a tensor or a Python number.
@@ -272,6 +306,16 @@ pub fn convert(t: &Tensor, to: candle_core::DType) -> PyResult<Tensor> {
             (C::F32, C::BF16) => return map_cpu::<f32, half::bf16, _>(t, half::bf16::narrow),
             (C::F32, C::F16) => return map_cpu::<f32, half::f16, _>(t, half::f16::narrow),
             _ => {}
+        }
+    }
+    if !t.device().is_cpu() {
+        let dt = DType::from_candle(to)?;
+        crate::device::check_dtype(t.device(), dt)?;
+        // Candle's CUDA casts between 16-bit floats and integers are missing: through f32.
+        let half = |d: candle_core::DType| matches!(d, candle_core::DType::F16 | candle_core::DType::BF16);
+        let int = |d: candle_core::DType| matches!(d, candle_core::DType::I64 | candle_core::DType::U8 | candle_core::DType::U32);
+        if (half(t.dtype()) && int(to)) || (int(t.dtype()) && half(to)) {
+            return t.to_dtype(candle_core::DType::F32).py()?.to_dtype(to).py();
         }
     }
     t.to_dtype(to).py()

@@ -59,7 +59,7 @@ class _PositiveDefinite(Constraint):
 
         from .. import tensor
 
-        a = value.double().numpy()
+        a = value.double().cpu().numpy()
         batch = a.reshape(-1, *a.shape[-2:])
         ok = [bool(np.allclose(m, m.T) and np.all(np.linalg.eigvalsh(m) > 0)) for m in batch]
         return tensor(ok).reshape(a.shape[:-2])

@@ -75,18 +75,20 @@ impl std::fmt::Debug for CudaDevice {
 
 impl CudaDevice {
     #[allow(clippy::missing_safety_doc)]
+    // candle-bind's patch (alloc, alloc_zeros): an empty tensor gets one element of storage, since
+    // CUDA's allocator refuses 0 bytes (CUDA_ERROR_INVALID_VALUE) and torch makes empty tensors freely.
     pub unsafe fn alloc<T: cudarc::driver::DeviceRepr>(
         &self,
         len: usize,
     ) -> Result<cudarc::driver::CudaSlice<T>> {
-        self.stream.alloc::<T>(len).w()
+        self.stream.alloc::<T>(len.max(1)).w()
     }
 
     pub fn alloc_zeros<T: cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits>(
         &self,
         len: usize,
     ) -> Result<cudarc::driver::CudaSlice<T>> {
-        self.stream.alloc_zeros::<T>(len).w()
+        self.stream.alloc_zeros::<T>(len.max(1)).w()
     }
 
     pub fn enable_cuda_graph_htod_cache(&self) -> CudaGraphHtodCacheGuard {
@@ -149,6 +151,10 @@ impl CudaDevice {
         &self,
         src: &Src,
     ) -> Result<cudarc::driver::CudaSlice<T>> {
+        if src.is_empty() {
+            // candle-bind's patch: nothing to copy, one element of storage (see `alloc`).
+            return unsafe { self.alloc::<T>(1) };
+        }
         if cuda_graph_htod_cache_enabled() && !src.is_empty() {
             return self.clone_htod_capture_cached(src);
         }

@@ -64,11 +64,17 @@ impl crate::scalar::Scalar {
 
 impl SlicePtrOrNull<usize> {
     pub fn params_from_vec(dev: &CudaDevice, params: Vec<usize>) -> Result<Self> {
-        if device::cuda_graph_htod_cache_enabled() {
+        // candle-bind's patch: the dims/strides of a strided operand are uploaded once per distinct
+        // layout and reused (read-only), not copied to the device before every launch; the cache is
+        // emptied when it grows past 4096 layouts (a growing KV cache makes a new one per step).
+        {
             let key = (dev.id(), params.clone());
             let cache = CUDA_PARAM_CACHE.get_or_init(|| Mutex::new(HashMap::new()));
             if let Some(slice) = cache.lock().unwrap().get(&key).cloned() {
                 return Ok(SlicePtrOrNull::Cached(slice));
+            }
+            if cache.lock().unwrap().len() >= 4096 {
+                cache.lock().unwrap().clear();
             }
 
             let is_capturing = dev.cuda_stream().capture_status()
@@ -83,10 +89,8 @@ impl SlicePtrOrNull<usize> {
             let slice = Arc::new(dev.cuda_stream().clone_htod(&params).w()?);
             let mut cache = cache.lock().unwrap();
             let slice = cache.entry(key).or_insert_with(|| slice).clone();
-            return Ok(SlicePtrOrNull::Cached(slice));
+            Ok(SlicePtrOrNull::Cached(slice))
         }
-
-        Ok(SlicePtrOrNull::Ptr(dev.clone_htod(&params)?))
     }
 
     pub fn params_from_layout(dev: &CudaDevice, l: &Layout) -> Result<Self> {
@@ -145,7 +149,7 @@ impl Map1 for Affine {
         let shape = layout.shape();
         let dims = shape.dims();
         let el = shape.elem_count();
-        let cfg = LaunchConfig::for_num_elems(el as u32);
+        let cfg = launch_cfg(el as u32);
         let ds = SlicePtrOrNull::params_from_layout(dev, layout)?;
         let src = &src.slice(layout.start_offset()..);
         let func = dev.get_or_load_func(&kernel_name::<T>("affine"), &kernels::AFFINE)?;
@@ -176,7 +180,7 @@ impl Map1 for Elu {
         let shape = layout.shape();
         let dims = shape.dims();
         let el = shape.elem_count();
-        let cfg = LaunchConfig::for_num_elems(el as u32);
+        let cfg = launch_cfg(el as u32);
         let ds = SlicePtrOrNull::params_from_layout(dev, layout)?;
         let src = &src.slice(layout.start_offset()..);
         let func = dev.get_or_load_func(&kernel_name::<T>("uelu"), &kernels::UNARY)?;
@@ -221,7 +225,7 @@ impl Map1 for Im2Col1D {
         let dims = shape.dims();
         let l_out = self.l_out(dims[2]);
         let threads = dims[0] * l_out * dims[1];
-        let cfg = LaunchConfig::for_num_elems(threads as u32);
+        let cfg = launch_cfg(threads as u32);
         let ds = SlicePtrOrNull::params_from_vec(dev, [dims, layout.stride()].concat())?;
         let src = &src.slice(layout.start_offset()..);
         let func = dev.get_or_load_func(&kernel_name::<T>("im2col1d"), &kernels::CONV)?;
@@ -272,7 +276,7 @@ impl Map1 for Im2Col {
         let dims = shape.dims();
         let (h_out, w_out) = self.hw_out(dims[2], dims[3]);
         let dst_el = dims[0] * h_out * w_out * dims[1] * self.h_k * self.w_k;
-        let cfg = LaunchConfig::for_num_elems(dst_el as u32);
+        let cfg = launch_cfg(dst_el as u32);
         let ds = SlicePtrOrNull::params_from_vec(dev, [dims, layout.stride()].concat())?;
         let src = &src.slice(layout.start_offset()..);
         let func = dev.get_or_load_func(&kernel_name::<T>("im2col"), &kernels::CONV)?;
@@ -307,7 +311,7 @@ impl Map1 for Powf {
         let shape = layout.shape();
         let dims = shape.dims();
         let el = shape.elem_count();
-        let cfg = LaunchConfig::for_num_elems(el as u32);
+        let cfg = launch_cfg(el as u32);
         let ds = SlicePtrOrNull::params_from_layout(dev, layout)?;
         let src = &src.slice(layout.start_offset()..);
         let func = dev.get_or_load_func(&kernel_name::<T>("upowf"), &kernels::UNARY)?;
@@ -353,7 +357,8 @@ impl Map1Any for FastReduce<'_> {
             dims.push(src_dims[dim_idx]);
             stride.push(src_stride[dim_idx]);
         }
-        let el_to_sum_per_block = src_el / dst_el;
+        // candle-bind's patch: no outputs (a zero-size kept dim) is no work, not a division by zero.
+        let el_to_sum_per_block = if dst_el == 0 { 0 } else { src_el / dst_el };
         let ds =
             SlicePtrOrNull::params_from_vec(dev, [dims.as_slice(), stride.as_slice()].concat())?;
         let src = &src.slice(layout.start_offset()..);
@@ -382,7 +387,7 @@ impl Map1Any for FastReduce<'_> {
             let block_dim = usize::min(1024, el_to_sum_per_block).next_power_of_two();
             (
                 LaunchConfig {
-                    grid_dim: (dst_el as u32, 1, 1),
+                    grid_dim: (dst_el.max(1) as u32, 1, 1),
                     block_dim: (block_dim as u32, 1, 1),
                     shared_mem_bytes: 0,
                 },
@@ -434,7 +439,7 @@ impl<U: UnaryOpT> Map1 for U {
         let shape = layout.shape();
         let dims = shape.dims();
         let el_count = shape.elem_count();
-        let cfg = LaunchConfig::for_num_elems(el_count as u32);
+        let cfg = launch_cfg(el_count as u32);
         let ds = SlicePtrOrNull::params_from_layout(dev, layout)?;
         let src = &src.slice(layout.start_offset()..);
         let func = dev.get_or_load_func(&kernel_name::<T>(U::KERNEL), &kernels::UNARY)?;
@@ -450,6 +455,12 @@ impl<U: UnaryOpT> Map1 for U {
         unsafe { builder.launch(cfg) }.w()?;
         Ok(out)
     }
+}
+
+/// candle-bind's patch: a launch over no elements is one idle block (every kernel here checks its
+/// index against the element count); a grid of 0 blocks is CUDA_ERROR_INVALID_VALUE.
+fn launch_cfg(n: u32) -> LaunchConfig {
+    LaunchConfig::for_num_elems(n.max(1))
 }
 
 fn slice_ptr<T: DeviceRepr>(v: &CudaSlice<T>, lo: usize) -> (u64, cudarc::driver::SyncOnDrop<'_>) {
@@ -490,7 +501,7 @@ impl Map1 for IndexSelect<'_> {
         let src_dim_size = src_l.dims()[self.2];
         let ids_dim_size = ids_shape.elem_count();
         let dst_el = ids_shape.elem_count() * left_size * right_size;
-        let cfg = LaunchConfig::for_num_elems(dst_el as u32);
+        let cfg = launch_cfg(dst_el as u32);
         let func = dev.get_or_load_func(&kernel_name::<T>(name), &kernels::INDEXING)?;
         // SAFETY: Set later by running the kernel.
         let out = unsafe { dev.alloc::<T>(dst_el)? };
@@ -537,7 +548,7 @@ impl Map1 for Gather<'_> {
             })?,
         };
         let el = ids_l.shape().elem_count();
-        let cfg = LaunchConfig::for_num_elems(el as u32);
+        let cfg = launch_cfg(el as u32);
         let src = match src_l.contiguous_offsets() {
             Some((o1, o2)) => src.slice(o1..o2),
             None => Err(crate::Error::RequiresContiguous { op: "gather" }.bt())?,
@@ -604,7 +615,7 @@ impl Map2InPlace for IndexAdd<'_> {
         let src_dim_sz = src_l.dims()[dim];
         let dst_dim_sz = dst_l.dims()[dim];
         let ids_dim_sz = ids_l.dims()[0];
-        let cfg = LaunchConfig::for_num_elems((left_sz * right_sz) as u32);
+        let cfg = launch_cfg((left_sz * right_sz) as u32);
         let func = dev.get_or_load_func(&kernel_name::<T>(name), &kernels::INDEXING)?;
         let mut builder = func.builder();
         barg!(builder, ids);
@@ -657,7 +668,7 @@ impl Map2InPlace for Scatter<'_> {
         let right_sz: usize = src_l.dims()[dim + 1..].iter().product();
         let src_dim_sz = src_l.dims()[dim];
         let dst_dim_sz = dst_l.dims()[dim];
-        let cfg = LaunchConfig::for_num_elems((left_sz * right_sz) as u32);
+        let cfg = launch_cfg((left_sz * right_sz) as u32);
         let func = dev.get_or_load_func(&kernel_name::<T>(name), &kernels::INDEXING)?;
         let mut builder = func.builder();
         barg!(builder, ids);
@@ -709,7 +720,7 @@ impl Map2InPlace for ScatterAdd<'_> {
         let right_sz: usize = src_l.dims()[dim + 1..].iter().product();
         let src_dim_sz = src_l.dims()[dim];
         let dst_dim_sz = dst_l.dims()[dim];
-        let cfg = LaunchConfig::for_num_elems((left_sz * right_sz) as u32);
+        let cfg = launch_cfg((left_sz * right_sz) as u32);
         let func = dev.get_or_load_func(&kernel_name::<T>(name), &kernels::INDEXING)?;
         let mut builder = func.builder();
         barg!(builder, ids);
@@ -742,7 +753,7 @@ impl Map2 for Conv1D<'_> {
         let el = shape.elem_count();
         let l_out = p.l_out();
         let dst_el = p.c_out * l_out * p.b_size;
-        let cfg = LaunchConfig::for_num_elems(dst_el as u32);
+        let cfg = launch_cfg(dst_el as u32);
         let func = dev.get_or_load_func(&kernel_name::<T>("conv1d"), &kernels::CONV)?;
         // SAFETY: Set later by running the kernel.
         let out = unsafe { dev.alloc::<T>(dst_el)? };
@@ -789,7 +800,7 @@ impl Map2 for Conv2D<'_> {
 
         // SAFETY: Set later by running the kernel.
         let out = unsafe { dev.alloc::<T>(dst_el)? };
-        let cfg = LaunchConfig::for_num_elems(dst_el as u32);
+        let cfg = launch_cfg(dst_el as u32);
         let func = dev.get_or_load_func(&kernel_name::<T>("conv2d"), &kernels::CONV)?;
         let ds = if dims.len() == 4 {
             [dims, inp_l.stride(), k_l.dims(), k_l.stride()].concat()
@@ -826,7 +837,7 @@ impl Map1 for Col2Im1D {
         let dst_el = b_size * c_out * l_out;
         let mut im = unsafe { dev.alloc::<T>(dst_el)? };
 
-        let cfg = LaunchConfig::for_num_elems(dst_el as u32);
+        let cfg = launch_cfg(dst_el as u32);
         let func = dev.get_or_load_func(&kernel_name::<T>("col2im1d"), &kernels::CONV)?;
         let mut builder = func.builder();
         barg!(builder, dst_el, l_out, l_in, c_out, k_size, stride);
@@ -860,7 +871,7 @@ impl Map2 for ConvTranspose1D<'_> {
 
         // SAFETY: Set later by running the kernel.
         let out = unsafe { dev.alloc::<T>(dst_el)? };
-        let cfg = LaunchConfig::for_num_elems(dst_el as u32);
+        let cfg = launch_cfg(dst_el as u32);
         let func = dev.get_or_load_func(&kernel_name::<T>("conv_transpose1d"), &kernels::CONV)?;
         let ds = if dims.len() == 3 {
             [dims, inp_l.stride(), k_l.dims(), k_l.stride()].concat()
@@ -908,7 +919,7 @@ impl Map2 for ConvTranspose2D<'_> {
 
         // SAFETY: Set later by running the kernel.
         let out = unsafe { dev.alloc::<T>(dst_el)? };
-        let cfg = LaunchConfig::for_num_elems(dst_el as u32);
+        let cfg = launch_cfg(dst_el as u32);
         let func = dev.get_or_load_func(&kernel_name::<T>("conv_transpose2d"), &kernels::CONV)?;
         let ds = if dims.len() == 4 {
             [dims, inp_l.stride(), k_l.dims(), k_l.stride()].concat()
@@ -967,7 +978,7 @@ impl Map1 for Pool2D {
         let out_w = (dims[2] - self.w_k) / self.w_stride + 1;
         let out_h = (dims[3] - self.h_k) / self.h_stride + 1;
         let dst_el = out_w * out_h * dims[0] * dims[1];
-        let cfg = LaunchConfig::for_num_elems(dst_el as u32);
+        let cfg = launch_cfg(dst_el as u32);
         let kname = match self.op {
             PoolOp::Max => "max_pool2d",
             PoolOp::Avg => "avg_pool2d",
@@ -1010,7 +1021,7 @@ impl Map1 for UpsampleNearest2D {
         };
         let (out_w, out_h) = (self.0, self.1);
         let dst_el = out_w * out_h * dims[0] * dims[1];
-        let cfg = LaunchConfig::for_num_elems(dst_el as u32);
+        let cfg = launch_cfg(dst_el as u32);
         let func = dev.get_or_load_func(&kernel_name::<T>("upsample_nearest2d"), &kernels::CONV)?;
         // SAFETY: Set later by running the kernel.
         let out = unsafe { dev.alloc::<T>(dst_el)? };
@@ -1057,7 +1068,7 @@ impl Map1 for UpsampleBilinear2D {
 
         let (out_w, out_h) = (self.out_w, self.out_h);
         let dst_el = out_w * out_h * dims[0] * dims[1];
-        let cfg = LaunchConfig::for_num_elems(dst_el as u32);
+        let cfg = launch_cfg(dst_el as u32);
         let func =
             dev.get_or_load_func(&kernel_name::<T>("upsample_bilinear2d"), &kernels::CONV)?;
 
@@ -1117,7 +1128,7 @@ impl Map2 for WhereCond<'_> {
         let shape = ids_l.shape();
         let dims = shape.dims();
         let el = shape.elem_count();
-        let cfg = LaunchConfig::for_num_elems(el as u32);
+        let cfg = launch_cfg(el as u32);
         let ds = SlicePtrOrNull::params_from_vec(
             dev,
             [dims, ids_l.stride(), layout_t.stride(), layout_f.stride()].concat(),
@@ -1153,7 +1164,7 @@ impl<U: crate::op::BinaryOpT> Map2 for U {
         let shape = lhs_l.shape();
         let dims = shape.dims();
         let elem_count = shape.elem_count();
-        let cfg = LaunchConfig::for_num_elems(elem_count as u32);
+        let cfg = launch_cfg(elem_count as u32);
         let dims_and_strides = if lhs_l.is_contiguous() && rhs_l.is_contiguous() {
             SlicePtrOrNull::Null
         } else {
@@ -1190,7 +1201,7 @@ impl Map2Any for Cmp {
         let shape = lhs_l.shape();
         let dims = shape.dims();
         let elem_count = shape.elem_count();
-        let cfg = LaunchConfig::for_num_elems(elem_count as u32);
+        let cfg = launch_cfg(elem_count as u32);
         let dims_and_strides = if lhs_l.is_contiguous() && rhs_l.is_contiguous() {
             SlicePtrOrNull::Null
         } else {
@@ -1528,7 +1539,7 @@ impl BackendStorage for CudaStorage {
         let shape = layout.shape();
         let dims = shape.dims();
         let el_count = shape.elem_count();
-        let cfg = LaunchConfig::for_num_elems(el_count as u32);
+        let cfg = launch_cfg(el_count as u32);
         let ds = SlicePtrOrNull::params_from_layout(dev, layout)?;
         let src_o = layout.start_offset();
         let ((src, _guard_src), kernel_name) = match &mut self.slice {
@@ -1567,7 +1578,7 @@ impl BackendStorage for CudaStorage {
         let shape = layout.shape();
         let dims = shape.dims();
         let el = shape.elem_count();
-        let cfg = LaunchConfig::for_num_elems(el as u32);
+        let cfg = launch_cfg(el as u32);
         let dev = self.device();
         let ds = SlicePtrOrNull::params_from_layout(dev, layout)?;
         let start_o = layout.start_offset();
@@ -2346,7 +2357,7 @@ impl BackendStorage for CudaStorage {
             _ => Err(CudaError::InternalError("dtype mismatch in copy2d"))?,
         };
         let func = dev.get_or_load_func(kname, &kernels::FILL)?;
-        let cfg = LaunchConfig::for_num_elems(d1 * d2);
+        let cfg = launch_cfg(d1 * d2);
         let mut builder = func.builder();
         barg!(builder, src);
         barg!(builder, dst);
@@ -2366,7 +2377,7 @@ impl BackendStorage for CudaStorage {
         if el_count == 0 {
             return Ok(());
         }
-        let cfg = LaunchConfig::for_num_elems(el_count as u32);
+        let cfg = launch_cfg(el_count as u32);
         let dev = &self.device;
         let ds = SlicePtrOrNull::params_from_layout(dev, src_l)?;
         match (&self.slice, &mut dst.slice) {
