@@ -15,8 +15,24 @@ TEST_DEVICE = os.environ.get("CANDLE_BIND_TEST_DEVICE", "cpu")
 if TEST_DEVICE != "cpu":
     cb.set_default_device(TEST_DEVICE)
     # The tests read results back with .numpy(), as torch code writes .cpu().numpy() for a GPU tensor.
-    _numpy = cb.Tensor.numpy
+    _numpy, _array = cb.Tensor.numpy, cb.Tensor.__array__
     cb.Tensor.numpy = lambda self, *a, **k: _numpy(self.cpu(), *a, **k)
+    cb.Tensor.__array__ = lambda self, *a, **k: _array(self.cpu(), *a, **k)
+
+# Tests about the CPU itself, left out on other devices: numpy and DLPack sharing the tensor's
+# memory, the repr of a CPU tensor, the default device they set, the host allocator's limits.
+CPU_ONLY = ["test_repr_matches_torch", "test_numpy_shares_memory_and_strides", "test_numpy_sees_writes",
+            "test_dlpack_both_ways", "test_default_device_and_context", "test_tensor_convert.py::test_devices",
+            "test_huge_allocations_raise_runtime_error_like_torch", "test_out_of_memory_error_names_the_bytes"]
+
+
+def pytest_collection_modifyitems(config, items):
+    if TEST_DEVICE == "cpu":
+        return
+    skip = pytest.mark.skip(reason=f"about the CPU, not run on {TEST_DEVICE}")
+    for item in items:
+        if any(name in item.nodeid for name in CPU_ONLY):
+            item.add_marker(skip)
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -90,3 +90,35 @@ BN_EVAL(float, float, ID, ID, rsqrtf, bn_eval_f32)
 BN_EVAL(double, double, ID, ID, rsqrt, bn_eval_f64)
 BN_EVAL(__half, float, __half2float, __float2half, rsqrtf, bn_eval_f16)
 BN_EVAL(__nv_bfloat16, float, __bfloat162float, __float2bfloat16, rsqrtf, bn_eval_bf16)
+
+// One LSTM step's cell arithmetic for n rows of h units, fused: a = xg + hg (gates i, f, g, o, each
+// h wide), c' = σ(f)·c + σ(i)·tanh(g), h' = σ(o)·tanh(c'). out holds h' then c' (2 × n × h).
+__device__ __forceinline__ float sigmoidf_(float x) { return 1.0f / (1.0f + expf(-x)); }
+
+extern "C" __global__ void lstm_cell_f32(const float *xg, const float *hg, const float *c, float *out,
+                                         uint64_t n, uint64_t h) {
+    for (uint64_t idx = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; idx < n * h;
+         idx += (uint64_t)blockDim.x * gridDim.x) {
+        uint64_t r = idx / h, j = idx % h, base = r * 4 * h;
+        float i_ = sigmoidf_(xg[base + j] + hg[base + j]);
+        float f_ = sigmoidf_(xg[base + h + j] + hg[base + h + j]);
+        float g_ = tanhf(xg[base + 2 * h + j] + hg[base + 2 * h + j]);
+        float o_ = sigmoidf_(xg[base + 3 * h + j] + hg[base + 3 * h + j]);
+        float c2 = f_ * c[idx] + i_ * g_;
+        out[idx] = o_ * tanhf(c2);
+        out[n * h + idx] = c2;
+    }
+}
+
+// One GRU step, fused: r = σ(xr + hr), z = σ(xz + hz), m = tanh(xn + r·hn), h' = (1 − z)·m + z·h.
+extern "C" __global__ void gru_cell_f32(const float *xg, const float *hg, const float *hp, float *out,
+                                        uint64_t n, uint64_t h) {
+    for (uint64_t idx = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; idx < n * h;
+         idx += (uint64_t)blockDim.x * gridDim.x) {
+        uint64_t r = idx / h, j = idx % h, base = r * 3 * h;
+        float rg = sigmoidf_(xg[base + j] + hg[base + j]);
+        float z = sigmoidf_(xg[base + h + j] + hg[base + h + j]);
+        float m = tanhf(xg[base + 2 * h + j] + rg * hg[base + 2 * h + j]);
+        out[idx] = (1.0f - z) * m + z * hp[idx];
+    }
+}

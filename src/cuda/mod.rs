@@ -275,3 +275,49 @@ pub fn batch_norm_eval(x: &Tensor, mean: &Tensor, var: &Tensor, w: Option<&Tenso
     };
     Ok(Tensor::from_storage(Storage::Cuda(out), x.dims(), candle_core::op::BackpropOp::none(), false))
 }
+
+/// One recurrent step's cell arithmetic, fused (f32): "lstm_cell" gives (h', c') stacked as (2, n, h)
+/// from gates xg + hg (n, 4h) and c (n, h); "gru_cell" gives h' (n, h) from xg, hg (n, 3h) and the
+/// previous h.
+pub fn rnn_cell(kind: &'static str, xg: &Tensor, hg: &Tensor, state: &Tensor) -> PyResult<Tensor> {
+    struct Cell(&'static str);
+    impl candle_core::CustomOp3 for Cell {
+        fn name(&self) -> &'static str {
+            "candle_bind-rnn-cell"
+        }
+        fn cpu_fwd(
+            &self, _: &candle_core::CpuStorage, _: &Layout, _: &candle_core::CpuStorage, _: &Layout, _: &candle_core::CpuStorage,
+            _: &Layout,
+        ) -> candle_core::Result<(candle_core::CpuStorage, candle_core::Shape)> {
+            candle_core::bail!("candle_bind-rnn-cell is a CUDA kernel")
+        }
+        fn cuda_fwd(
+            &self, x: &CudaStorage, lx: &Layout, g: &CudaStorage, lg: &Layout, st: &CudaStorage, ls: &Layout,
+        ) -> candle_core::Result<(CudaStorage, candle_core::Shape)> {
+            let (n, h) = ls.shape().dims2()?;
+            let dev = x.device().clone();
+            let outs = if self.0 == "lstm_cell_f32" { 2 } else { 1 };
+            let xv = x.as_cuda_slice::<f32>()?.slice(lx.start_offset()..);
+            let gv = g.as_cuda_slice::<f32>()?.slice(lg.start_offset()..);
+            let sv = st.as_cuda_slice::<f32>()?.slice(ls.start_offset()..);
+            // SAFETY: written in full by the kernel below.
+            let out = unsafe { dev.alloc::<f32>(outs * n * h)? };
+            let func = dev.get_or_load_custom_func(self.0, "candle_bind", PTX)?;
+            let mut b = func.builder();
+            b.arg(&xv);
+            b.arg(&gv);
+            b.arg(&sv);
+            b.arg(&out);
+            let (n64, h64) = (n as u64, h as u64);
+            b.arg(&n64);
+            b.arg(&h64);
+            // SAFETY: xg and hg hold n rows of their gates, the state n × h, out outs × n × h.
+            unsafe { b.launch(LaunchConfig::for_num_elems(((n * h) as u32).max(1))) }.map_err(driver_err)?;
+            let shape: candle_core::Shape = if outs == 2 { (2, n, h).into() } else { (n, h).into() };
+            Ok((CudaStorage::wrap_cuda_slice(out, dev), shape))
+        }
+    }
+    let c = |t: &Tensor| t.contiguous().py();
+    let name = if kind == "lstm_cell" { "lstm_cell_f32" } else { "gru_cell_f32" };
+    c(xg)?.apply_op3_no_bwd(&c(hg)?, &c(state)?, &Cell(name)).py()
+}

@@ -320,6 +320,9 @@ mod dev {
             let idx = want_indices.then(|| window::zeros(out_dims, DType::I64, x.device())).transpose()?;
             return Ok((out, idx));
         }
+        if let Some(y) = candle_pool2d(x, max, windows, dilation, divisor, want_indices, out_dims)? {
+            return Ok((y, None));
+        }
         // One padding slot at the end of every axis: taps outside the input (or past a shorter
         // window's end) read it.
         let pad = if !max {
@@ -404,6 +407,45 @@ mod dev {
         let at = (base.to_dtype(DType::I64).py()? + arg.to_dtype(DType::I64).py()?).py()?;
         let idx = table.index_select(&at.flatten_all().py()?, 0).py()?;
         Ok((best_out, Some(idx.reshape(out_dims).py()?)))
+    }
+
+    /// Candle's own pooling kernel for the plain case: 2 spatial dims, windows of one size at a
+    /// regular stride inside the input (no padding, dilation, divisor or indices). Its max skips NaN,
+    /// so windows holding one get NaN back from a second pass over the NaN mask, as torch's.
+    fn candle_pool2d(
+        x: &Tensor, max: bool, windows: &[Vec<Window>], dilation: &[usize], divisor: Option<i64>, want_indices: bool,
+        out_dims: &[usize],
+    ) -> PyResult<Option<Tensor>> {
+        if windows.len() != 2 || want_indices || divisor.is_some() || dilation.iter().any(|&d| d != 1) || !x.dtype().is_float() {
+            return Ok(None);
+        }
+        let lead = x.rank() - 2;
+        let mut ks = [0usize; 2];
+        let mut ss = [1usize; 2];
+        for (i, w) in windows.iter().enumerate() {
+            let (k, len) = (w[0].1, x.dims()[lead + i]);
+            let stride = if w.len() > 1 { (w[1].0 - w[0].0).max(1) as usize } else { 1 };
+            let regular = w.iter().enumerate().all(|(o, &(start, n, inside))| {
+                start == (o * stride) as i64 && n == k && inside == k && start as usize + k <= len
+            });
+            if !regular || k == 0 || w.len() != (len - k) / stride + 1 {
+                return Ok(None);
+            }
+            ks[i] = k;
+            ss[i] = stride;
+        }
+        let planes: usize = x.dims()[..lead].iter().product();
+        let x4 = x.reshape((planes, 1, x.dims()[lead], x.dims()[lead + 1])).py()?;
+        let (k, s) = ((ks[0], ks[1]), (ss[0], ss[1]));
+        let y = if max { x4.max_pool2d_with_stride(k, s) } else { x4.avg_pool2d_with_stride(k, s) }.py()?;
+        let y = if max {
+            let nan = x4.ne(&x4).py()?.to_dtype(x.dtype()).py()?.max_pool2d_with_stride(k, s).py()?;
+            let zero = nan.zeros_like().py()?;
+            nan.gt(&zero).py()?.where_cond(&(&zero / &zero).py()?, &y).py()?
+        } else {
+            y
+        };
+        Ok(Some(y.reshape(out_dims).py()?))
     }
 
     /// The dtype an average is summed in.

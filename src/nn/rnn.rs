@@ -253,6 +253,22 @@ fn scan_dev(
             g = g.broadcast_add(b).py()?;
         }
         let x = gi.t.get(t).py()?.to_dtype(dt).py()?;
+        #[cfg(feature = "cuda")]
+        if dt == candle_core::DType::F32 && x.device().is_cuda() && keep_all.is_none() && matches!(mode, "LSTM" | "GRU") {
+            // The gate arithmetic as one kernel of ours (a dozen Candle ops otherwise).
+            let hn = if mode == "LSTM" {
+                let c = cs.as_ref().ok_or_else(|| runtime_err("rnn_scan: LSTM needs c0"))?;
+                let both = crate::cuda::rnn_cell("lstm_cell", &x, &g, c)?;
+                cs = Some(both.get(1).py()?);
+                let hf = both.get(0).py()?;
+                match &wr { Some(wr) => hf.matmul(wr).py()?, None => hf }
+            } else {
+                crate::cuda::rnn_cell("gru_cell", &x, &g, &hs)?
+            };
+            outs.push(hn.clone());
+            hs = hn;
+            continue;
+        }
         let (hnew, cnew) = match mode {
             "LSTM" => {
                 let a = (&x + &g).py()?;
