@@ -24,7 +24,8 @@ def test_shim_names_missing_apis_and_uninstalls():
         "from torch.nn import functional as F2\n"
         "import torch.nn.init, torch.nn.utils\n"
         "assert nn is nn2 and F is F2 and torch.compile(abs) is abs and torch.jit.script(abs) is abs\n"
-        "assert torch.cuda.is_available() is False and torch.backends.cudnn.enabled is False\n"
+        "import candle_bind\n"
+        "assert torch.cuda.is_available() is candle_bind._C.cuda_is_available() and torch.backends.cudnn.enabled is False\n"
         "g = torch.Generator().manual_seed(3)\n"
         "try:\n    torch.fft\nexcept AttributeError as e:\n    print(e)\n"
         "try:\n    import torch.fft\nexcept ModuleNotFoundError as e:\n    print(e)\n"
@@ -47,7 +48,8 @@ def test_main_info_names_the_build_and_the_machine():
     out = run(["-m", "candle_bind", "info"], env=dict(os.environ, CANDLE_BIND_ISA="portable"))
     assert out.returncode == 0, out.stderr
     text = out.stdout
-    assert text.startswith(f"candle_bind {cb.__version__}") and "CUDA: not built" in text
+    assert text.startswith(f"candle_bind {cb.__version__}")
+    assert ("CUDA: built in" if cb._C.cuda_compiled else "CUDA: not built") in text
     assert "instruction set: DEFAULT" in text and f"intra-op threads: {cb.get_num_threads()}" in text
     assert cb.__config__.show().splitlines()[0] == text.splitlines()[0]
 
@@ -193,8 +195,9 @@ def test_script_idioms_around_the_model(tmp_path):
     same under torch and under the shim."""
     script = tmp_path / "idioms.py"
     script.write_text(IDIOMS)
-    ref = run(["-W", "ignore", str(script)], env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})
-    ours = run(["-m", "candle_bind", "run", str(script)])
+    no_gpu = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}  # both sides on the CPU, GPU or not
+    ref = run(["-W", "ignore", str(script)], env=no_gpu)
+    ours = run(["-m", "candle_bind", "run", str(script)], env=no_gpu)
     assert ref.returncode == 0, ref.stderr
     assert ours.returncode == 0, ours.stderr
     assert ours.stdout == ref.stdout

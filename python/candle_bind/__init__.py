@@ -379,9 +379,10 @@ def _check_space_args(name, start, end, steps, dtype):
 
 def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
     steps = _check_space_args("logspace", start, end, steps, dtype)
-    lin = linspace(start, end, steps, dtype=float64, device=device)
+    # Computed on the host (C's pow, exact as torch's) and moved where it was asked for.
+    lin = linspace(start, end, steps, dtype=float64, device="cpu")
     out = _C.full((), base, dtype=float64) ** lin if steps else lin
-    return out.to(dtype or get_default_dtype())
+    return out.to(dtype or get_default_dtype()).to(empty(0, device=device).device)
 
 
 # ---- dtype info ----

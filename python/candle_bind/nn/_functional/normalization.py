@@ -97,7 +97,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         if running_mean.numel() != c:
             raise RuntimeError(f"running_mean should contain {c} elements not {running_mean.numel()}")
         mean, var = running_mean, running_var
-        if input.device.type not in ("cpu", "meta") and input.is_floating_point():
+        if input.device.type not in ("cpu", "meta") and input.is_floating_point() and input.numel():
             return _C.batch_norm_eval(input, mean, var, weight, bias, eps)  # one kernel
     scale = (var + eps).rsqrt()
     if weight is not None:

@@ -377,7 +377,7 @@ impl Map1Any for FastReduce<'_> {
             let blocks = (dst_el + threads - 1) / threads;
             (
                 LaunchConfig {
-                    grid_dim: (blocks as u32, 1, 1),
+                    grid_dim: (blocks.max(1) as u32, 1, 1),
                     block_dim: (threads as u32, 1, 1),
                     shared_mem_bytes: 0,
                 },
