@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 import torch
 
 import candle_bind as cb
@@ -201,3 +202,25 @@ def test_script_idioms_around_the_model(tmp_path):
     assert ref.returncode == 0, ref.stderr
     assert ours.returncode == 0, ours.stderr
     assert ours.stdout == ref.stdout
+
+
+def test_torch_cpp_extension_packages_look_absent_under_the_shim():
+    """torchvision and torchaudio need torch's C++ core: under the shim they look uninstalled, so
+    libraries that use them when present (transformers' image utilities) take their other path;
+    torch.ops.load_library fails as torch's does for a library that will not load (OSError)."""
+    import importlib.util
+
+    import candle_bind.compat as compat
+
+    compat.install()
+    try:
+        assert importlib.util.find_spec("torchvision") is None and importlib.util.find_spec("torchaudio") is None
+        with pytest.raises(ImportError):
+            import torchvision  # noqa: F401
+        import torch as shimmed
+
+        with pytest.raises(OSError, match="cannot load torch C\\+\\+ extensions"):
+            shimmed.ops.load_library("/nonexistent/_C.so")
+    finally:
+        compat.uninstall()
+    assert sys.modules.get("torchvision", "absent") is not None

@@ -381,7 +381,7 @@ def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_
     steps = _check_space_args("logspace", start, end, steps, dtype)
     # Computed on the host (C's pow, exact as torch's) and moved where it was asked for.
     lin = linspace(start, end, steps, dtype=float64, device="cpu")
-    out = _C.full((), base, dtype=float64) ** lin if steps else lin
+    out = _C.full((), base, dtype=float64, device="cpu") ** lin if steps else lin
     return out.to(dtype or get_default_dtype()).to(empty(0, device=device).device)
 
 

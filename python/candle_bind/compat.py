@@ -156,6 +156,9 @@ class _Finder(importlib.abc.MetaPathFinder):
 _finder = _Finder()
 
 
+_CPP_EXTENSIONS = ("torchvision", "torchaudio")
+
+
 def installed() -> bool:
     return isinstance(sys.modules.get("torch"), _TorchModule)
 
@@ -179,6 +182,13 @@ def install() -> None:
     sys.meta_path.insert(0, _finder)
     _saved.setdefault("torch", None)
     sys.modules["torch"] = _torch_module()
+    # Packages built around torch's C++ core cannot run on candle_bind: they look absent (a None in
+    # sys.modules makes find_spec say so), so libraries that use them when present (transformers'
+    # image utilities import torchvision) take their other path.
+    for name in _CPP_EXTENSIONS:
+        if name not in sys.modules:
+            _saved.setdefault(name, None)
+            sys.modules[name] = None
     _stand_in_for_safetensors(candle_bind)
 
 

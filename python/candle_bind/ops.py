@@ -32,4 +32,6 @@ def __getattr__(name: str):
 
 
 def load_library(path) -> None:
-    raise RuntimeError(f"torch.ops.load_library({path!r}): candle_bind cannot load torch C++ extensions")
+    # An OSError, as torch's own when the library will not load: packages with optional C++ ops
+    # (torchvision) catch it and go on without them.
+    raise OSError(f"torch.ops.load_library({path!r}): candle_bind cannot load torch C++ extensions")
