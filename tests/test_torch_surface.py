@@ -337,3 +337,11 @@ def test_monkeypatching_shimmed_modules_reaches_candle_bind(tmp_path):
                          timeout=300)
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines() == ["['ln'] True", "False False", "True True True True"]
+
+
+def test_autocast_queries():
+    """transformers asks torch.is_autocast_enabled(device) around rotary embeddings: False here,
+    since autocast never lowers precision in candle_bind (README)."""
+    with cb.autocast("cpu"):
+        assert cb.is_autocast_enabled() is False and cb.is_autocast_enabled("cuda") is False
+    assert cb.get_autocast_dtype("cpu") == cb.bfloat16 and cb.get_autocast_gpu_dtype() == cb.float16

@@ -131,7 +131,7 @@ def __getattr__(name):
         return importlib.import_module(f"{__name__}.{name}")
     if name in ("load", "save"):
         return getattr(importlib.import_module(f"{__name__}.serialization"), name)
-    if name in ("autocast",):
+    if name in ("autocast", "is_autocast_enabled", "get_autocast_dtype", "get_autocast_gpu_dtype", "get_autocast_cpu_dtype"):
         return getattr(importlib.import_module(f"{__name__}.amp"), name)
     if name in ("get_rng_state", "set_rng_state", "initial_seed", "fork_rng"):
         return getattr(importlib.import_module(f"{__name__}.random"), name)

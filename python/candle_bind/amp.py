@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import functools
 
-__all__ = ["autocast", "custom_fwd", "custom_bwd", "is_autocast_available", "GradScaler"]
+__all__ = ["autocast", "custom_fwd", "custom_bwd", "is_autocast_available", "GradScaler", "is_autocast_enabled",
+           "get_autocast_dtype", "get_autocast_gpu_dtype", "get_autocast_cpu_dtype"]
 
 
 class autocast:
@@ -34,6 +35,25 @@ class autocast:
 
 def is_autocast_available(device_type: str) -> bool:
     return device_type in ("cpu", "cuda")
+
+
+def is_autocast_enabled(device_type=None) -> bool:
+    """torch.is_autocast_enabled: always False here (autocast never lowers precision; see README)."""
+    return False
+
+
+def get_autocast_dtype(device_type="cuda"):
+    from . import bfloat16, float16
+
+    return bfloat16 if device_type == "cpu" else float16
+
+
+def get_autocast_gpu_dtype():
+    return get_autocast_dtype("cuda")
+
+
+def get_autocast_cpu_dtype():
+    return get_autocast_dtype("cpu")
 
 
 def custom_fwd(fwd=None, *, device_type="cuda", cast_inputs=None):
