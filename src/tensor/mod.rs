@@ -357,6 +357,10 @@ pub fn host_vec<T: WithDType>(t: &Tensor) -> PyResult<Vec<T>> {
         _ if t.device().is_cpu() => crate::device::on_host(|| convert(&t, T::DTYPE))?,
         _ => t.to_dtype(T::DTYPE).py()?,
     };
+    if t.device().is_cpu() {
+        return t.to_vec1::<T>().py();
+    }
+    // A read back from the GPU waits for its queued work: without the GIL.
     Python::attach(|py| py.detach(|| t.to_vec1::<T>())).py()
 }
 

@@ -49,12 +49,9 @@ where
     })
 }
 
-/// `rows` with `batch(rows' data, row length, their outputs)` called on runs of whole rows, for
-/// kernels that are faster over many short rows in one (vectorised) call.
-fn rows_batched<T: WithDType, U: WithDType, B>(t: &Tensor, dims: &[usize], keepdim: bool, batch: B) -> PyResult<Tensor>
-where
-    B: Fn(&[T], usize, &mut [U]) + Sync + Send,
-{
+/// `t` with `dims` moved last and made contiguous, the length of a reduced row, and the result's dims
+/// (with or without the reduced dims as 1s).
+fn reduced_last(t: &Tensor, dims: &[usize], keepdim: bool) -> PyResult<(Tensor, usize, Vec<usize>)> {
     super::meta::check_readable(t)?;
     let rank = t.rank();
     let orig = t.dims().to_vec();
@@ -67,6 +64,16 @@ where
     } else {
         kept.iter().map(|&d| orig[d]).collect()
     };
+    Ok((t, row, out_dims))
+}
+
+/// `rows` with `batch(rows' data, row length, their outputs)` called on runs of whole rows, for
+/// kernels that are faster over many short rows in one (vectorised) call.
+fn rows_batched<T: WithDType, U: WithDType, B>(t: &Tensor, dims: &[usize], keepdim: bool, batch: B) -> PyResult<Tensor>
+where
+    B: Fn(&[T], usize, &mut [U]) + Sync + Send,
+{
+    let (t, row, out_dims) = reduced_last(t, dims, keepdim)?;
     let n_out: usize = out_dims.iter().product();
     let (storage, layout) = t.storage_and_layout();
     let Storage::Cpu(cpu) = &*storage else {
@@ -95,19 +102,8 @@ where
 /// The device form of `rows`: `dims` moved last and flattened into one row per output, `f` reducing
 /// a (outputs, row) tensor to (outputs, 1) with Candle ops; the result shaped as `rows` shapes it.
 fn rows_dev(t: &Tensor, dims: &[usize], keepdim: bool, f: impl FnOnce(&Tensor, usize) -> PyResult<Tensor>) -> PyResult<Tensor> {
-    super::meta::check_readable(t)?;
-    let rank = t.rank();
-    let orig = t.dims().to_vec();
-    let kept: Vec<usize> = (0..rank).filter(|d| !dims.contains(d)).collect();
-    let order: Vec<usize> = kept.iter().chain(dims.iter()).copied().collect();
-    let t = if rank > 0 { t.permute(order).py()?.contiguous().py()? } else { t.contiguous().py()? };
-    let row: usize = dims.iter().map(|&d| orig[d]).product();
-    let n_out: usize = kept.iter().map(|&d| orig[d]).product();
-    let out_dims: Vec<usize> = if keepdim {
-        (0..rank).map(|d| if dims.contains(&d) { 1 } else { orig[d] }).collect()
-    } else {
-        kept.iter().map(|&d| orig[d]).collect()
-    };
+    let (t, row, out_dims) = reduced_last(t, dims, keepdim)?;
+    let n_out: usize = out_dims.iter().product();
     let r = f(&t.reshape((n_out, row)).py()?, row)?;
     r.reshape(out_dims).py()
 }
