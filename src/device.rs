@@ -363,9 +363,16 @@ pub fn cuda_device_info(py: Python<'_>, ordinal: usize) -> PyResult<Bound<'_, py
 /// `CANDLE_BIND_GENERIC=1` sends CPU tensors down the device-generic paths (Candle ops, the code CUDA
 /// tensors take), and makes our CPU-only kernels refuse to run outside an explicit host read: the test
 /// suite rerun this way checks every CUDA path's logic against torch on a machine without a GPU.
+#[inline]
 pub fn generic() -> bool {
-    static G: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *G.get_or_init(|| std::env::var("CANDLE_BIND_GENERIC").is_ok_and(|v| v == "1"))
+    GENERIC.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+static GENERIC: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Reads CANDLE_BIND_GENERIC once, at import (before any op runs).
+pub fn init_generic() {
+    GENERIC.store(std::env::var("CANDLE_BIND_GENERIC").is_ok_and(|v| v == "1"), std::sync::atomic::Ordering::Relaxed);
 }
 
 thread_local! {
@@ -395,14 +402,20 @@ pub fn on_host<R>(f: impl FnOnce() -> R) -> R {
 
 /// The error a CPU-only kernel gives when it is reached with a tensor it cannot read (a CUDA tensor,
 /// or a CPU tensor on the generic path): a missing device path, never user error.
+#[inline]
 pub fn host_only(t: &Tensor, what: &str) -> PyResult<()> {
     if cpu_kernels(t) {
         return Ok(());
     }
-    Err(crate::error::runtime_err(format!(
+    Err(not_host(t, what))
+}
+
+#[cold]
+fn not_host(t: &Tensor, what: &str) -> PyErr {
+    crate::error::runtime_err(format!(
         "internal error: {what} is a CPU kernel and was given a tensor on {} (please report this)",
         PyDevice::of(t.device()).__str__()
-    )))
+    ))
 }
 
 /// torch's error for an op whose tensors live on different devices.

@@ -146,6 +146,7 @@ mod candle_bind_c {
     #[pymodule_init]
     fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
         super::tune_malloc();
+        crate::device::init_generic();
         // Fix the kernel level (and gemm's cap) before any kernel runs.
         crate::isa::level();
         let py = m.py();

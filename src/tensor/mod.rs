@@ -120,6 +120,7 @@ impl Scalar {
     }
     /// A 0-d Candle tensor holding this value in `dtype`. On a GPU the tensor is kept and handed
     /// out again for the same value: an upload per scalar operand would cost more than the op.
+    #[inline]
     pub fn tensor(self, dtype: DType, device: &Device) -> PyResult<Tensor> {
         if !device.is_cpu() {
             return device_scalar(self, dtype, device);
@@ -127,6 +128,7 @@ impl Scalar {
         self.host_tensor(dtype, device)
     }
 
+    #[inline]
     fn host_tensor(self, dtype: DType, device: &Device) -> PyResult<Tensor> {
         let t = match (self, dtype) {
             (_, DType::Bool) => Tensor::new(self.truthy() as u8, device),
@@ -423,8 +425,9 @@ pub(crate) use with_dtype;
 
 /// torch lets a 0-d CPU tensor join an op on another device, as a Python number would: such a
 /// tensor moves to `device`; anything else is returned as it is (a mismatch is the op's to report).
+#[inline]
 pub fn scalar_to(t: Tensor, device: &Device) -> PyResult<Tensor> {
-    if t.rank() == 0 && t.device().is_cpu() && !device.is_cpu() {
+    if !device.is_cpu() && t.rank() == 0 && t.device().is_cpu() {
         return t.to_device(device).py();
     }
     Ok(t)
@@ -461,6 +464,7 @@ pub fn norm_dim(dim: i64, rank: usize) -> PyResult<usize> {
 
 /// Whether our CPU kernels take `t` (see `device::cpu_kernels`); false sends an op down its
 /// device-generic path.
+#[inline]
 pub fn is_cpu(t: &Tensor) -> bool {
     crate::device::cpu_kernels(t)
 }
