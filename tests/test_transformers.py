@@ -5,7 +5,6 @@ section's printed results must agree: tensors within rtol 1e-3 / atol 1e-4 (embe
 token ids and every other value exactly. The tiny models are built here with real torch (seeded)
 and saved with save_pretrained; both runs load them by path."""
 
-import ast
 import os
 import subprocess
 import sys
@@ -13,82 +12,16 @@ import sys
 import pytest
 import torch
 
+from shim_runs import Runs, compare
+
 HF = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hf")
 
 pytest.importorskip("transformers")
 
 
-def parse(stdout):
-    out = {}
-    for line in stdout.splitlines():
-        if not line or line.startswith("#"):
-            continue
-        key, _, value = line.partition(" ")
-        out[key] = ast.literal_eval(value)
-    return out
-
-
-def run(script, args, shim):
-    cmd = [sys.executable, *(["-m", "candle_bind", "run"] if shim else []), os.path.join(HF, script), *args]
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    assert out.returncode == 0, f"{' '.join(cmd)} exited {out.returncode}:\n{out.stderr[-6000:]}"
-    return parse(out.stdout)
-
-
-class Runs:
-    """Each script runs once per test module under torch and once under the shim (both lazily)."""
-
-    def __init__(self):
-        self.cache = {}
-
-    def get(self, script, *args):
-        if (script, args) not in self.cache:
-            try:
-                self.cache[(script, args)] = (run(script, args, False), run(script, args, True))
-            except AssertionError as e:  # a crashed process fails every test of its script, run once
-                self.cache[(script, args)] = e
-        if isinstance(self.cache[(script, args)], AssertionError):
-            raise self.cache[(script, args)]
-        return self.cache[(script, args)]
-
-    def section(self, name, script, *args):
-        """The torch and shim results of one section, keys without the section prefix; a section
-        that raised fails the test with its traceback."""
-        ref, ours = self.get(script, *args)
-        if f"error:{name}" in ref:
-            pytest.fail(f"{script} {name}: the reference run (real torch) failed:\n{ref[f'error:{name}']}")
-        if f"error:{name}" in ours:
-            pytest.fail(f"{script} {name} under candle_bind:\n{ours[f'error:{name}']}")
-        pick = lambda d: {k.split(".", 1)[1]: v for k, v in d.items() if k.startswith(name + ".")}  # noqa: E731
-        want, got = pick(ref), pick(ours)
-        assert want, f"section {name} printed nothing"
-        return want, got
-
-
-def is_float(value):
-    if isinstance(value, list):
-        return any(is_float(v) for v in value)
-    return isinstance(value, float)
-
-
-def compare(want, got):
-    assert set(got) == set(want)
-    for key, w in want.items():
-        g = got[key]
-        if is_float(w):
-            atol = 1e-5 if "embedding" in key else 1e-4
-            rtol = 1e-4 if "embedding" in key else 1e-3
-            w_t, g_t = torch.tensor(w, dtype=torch.float64), torch.tensor(g, dtype=torch.float64)
-            assert g_t.shape == w_t.shape, (key, g_t.shape, w_t.shape)
-            diff = (g_t - w_t).abs().max().item()
-            assert torch.allclose(g_t, w_t, rtol=rtol, atol=atol), f"{key}: max abs diff {diff}"
-        else:
-            assert g == w, f"{key}: got {g!r}, torch gives {w!r}"
-
-
 @pytest.fixture(scope="module")
 def runs():
-    return Runs()
+    return Runs(HF)
 
 
 def _save(model, path):
