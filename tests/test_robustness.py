@@ -197,3 +197,28 @@ def test_fuzzer_findings_return_what_torch_returns(call):
         assert got[:2] == want[:2] and np.allclose(got[2], want[2], rtol=1e-6, atol=0), call
     else:
         assert got == want, call
+
+
+# A 0-d tensor has one implicit dim (0 or -1): reductions over it return the value, shape ops that need
+# a real dim raise torch's error. Each raised a Rust panic before.
+ZERO_D = [
+    "m.nanmean(x, 0)", "m.std_mean(x, 0)", "m.var_mean(x, -1)", "m.logcumsumexp(x, 0)", "(x > 1).sum(0)",
+    "m.amax(x, 0)", "m.all(x, dim=0)", "m.aminmax(x, dim=0)", "m.logsumexp(x, 0)",
+    "F.normalize(x, dim=0)", "F.cosine_similarity(x, x, dim=0)",
+    "x.narrow(0, 0, 1)", "x.roll(1, 0)", "x.chunk(1, 0)", "x.split(1, 0)", "x.unbind(0)",
+]
+
+
+@pytest.mark.parametrize("call", ZERO_D)
+def test_zero_d_tensors_with_a_dim_behave_as_torch(call):
+    def run(m):
+        scope = {"m": m, "F": m.nn.functional, "x": m.tensor(1.5)}
+        try:
+            return _values(eval(call, scope))
+        except Exception as e:  # noqa: BLE001 - the type is what is compared
+            return type(e)
+    want, got = run(torch), run(cb)
+    if isinstance(want, type):
+        assert isinstance(got, type) and issubclass(got, want), (call, got, want)
+    else:
+        assert repr(got) == repr(want), call  # repr: NaN equals NaN

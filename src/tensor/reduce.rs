@@ -31,6 +31,10 @@ fn reduce_dims(dim: Option<&Bound<'_, PyAny>>, rank: usize) -> PyResult<Vec<usiz
         }
         out.push(d);
     }
+    if rank == 0 {
+        // A 0-d tensor's dim 0 (or -1) is implicit, of size 1: there is nothing to reduce over.
+        out.clear();
+    }
     Ok(out)
 }
 
@@ -58,7 +62,8 @@ fn reduced_last(t: &Tensor, dims: &[usize], keepdim: bool) -> PyResult<(Tensor, 
     let kept: Vec<usize> = (0..rank).filter(|d| !dims.contains(d)).collect();
     let order: Vec<usize> = kept.iter().chain(dims.iter()).copied().collect();
     let t = if rank > 0 { t.permute(order).py()?.contiguous().py()? } else { t.contiguous().py()? };
-    let row: usize = dims.iter().map(|&d| orig[d]).product();
+    // A 0-d tensor reduces over its one implicit dim of size 1 (torch takes dim 0 or -1 there).
+    let row: usize = dims.iter().map(|&d| orig.get(d).copied().unwrap_or(1)).product();
     let out_dims: Vec<usize> = if keepdim {
         (0..rank).map(|d| if dims.contains(&d) { 1 } else { orig[d] }).collect()
     } else {

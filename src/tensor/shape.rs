@@ -529,6 +529,9 @@ impl PyTensor {
         if chunks == 0 {
             return Err(runtime_err("chunk expects `chunks` to be greater than 0, got: 0"));
         }
+        if self.rank() == 0 {
+            return Err(runtime_err("chunk expects at least a 1-dimensional tensor"));
+        }
         let d = norm_dim(dim, self.rank())?;
         let len = self.dims()[d];
         let size = len.div_ceil(chunks).max(1);
@@ -540,16 +543,25 @@ impl PyTensor {
     }
     #[pyo3(signature = (split_size_or_sections, dim=0))]
     fn split(&self, split_size_or_sections: &Bound<'_, PyAny>, dim: i64) -> PyResult<Vec<PyTensor>> {
+        if self.rank() == 0 {
+            return Err(runtime_err("split expects at least a 1-dimensional tensor"));
+        }
         let d = norm_dim(dim, self.rank())?;
         let sizes = split_sizes(split_size_or_sections, self.dims()[d])?;
         self.pieces(&sizes, d)
     }
     #[pyo3(signature = (dim=0))]
     fn unbind(&self, dim: i64) -> PyResult<Vec<PyTensor>> {
+        if self.rank() == 0 {
+            return Err(crate::error::index_err("Dimension specified as 0 but tensor has no dimensions"));
+        }
         let d = norm_dim(dim, self.rank())?;
         (0..self.dims()[d]).map(|i| Ok(self.same(self.t.narrow(d, i, 1).py()?.squeeze(d).py()?))).collect()
     }
     fn narrow(&self, dim: i64, start: i64, length: usize) -> PyResult<PyTensor> {
+        if self.rank() == 0 {
+            return Err(runtime_err("narrow() cannot be applied to a 0-dim tensor."));
+        }
         let d = norm_dim(dim, self.rank())?;
         let n = self.dims()[d] as i64;
         let s = if start < 0 { start + n } else { start };
@@ -596,6 +608,9 @@ impl PyTensor {
                         shifts.len(),
                         ds.len()
                     )));
+                }
+                if self.rank() == 0 {
+                    return Err(crate::error::index_err("Dimension specified as 0 but tensor has no dimensions"));
                 }
                 let mut t = self.t.clone();
                 for (&d, &s) in ds.iter().zip(&shifts) {
