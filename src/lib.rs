@@ -12,6 +12,7 @@ mod models;
 mod nn;
 mod pool;
 mod tensor;
+mod vision;
 
 use pyo3::prelude::*;
 
@@ -136,6 +137,11 @@ mod candle_bind_c {
     use crate::tensor::shape::{cat, stack};
     #[pymodule_export]
     use crate::tensor::PyTensor;
+    #[pymodule_export]
+    use crate::vision::{
+        deform::vision_deform_conv2d, nms::vision_nms, roi::vision_ps_roi_align, roi::vision_ps_roi_pool,
+        roi::vision_roi_align, roi::vision_roi_pool,
+    };
     #[pymodule_export]
     use super::{build_info, get_num_threads, set_num_threads};
     #[pymodule_export]

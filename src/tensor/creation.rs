@@ -382,9 +382,13 @@ super::kernels::multiversion! {
 }
 
 #[pyfunction]
-#[pyo3(signature = (size, fill_value, *, dtype=None, device=None, requires_grad=false))]
-pub fn full(size: &Bound<'_, PyAny>, fill_value: &Bound<'_, PyAny>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<PyTensor> {
-    let _ = requires_grad;
+#[pyo3(signature = (size, fill_value, *, dtype=None, device=None, requires_grad=false, layout=None, pin_memory=false))]
+#[allow(clippy::too_many_arguments)]
+pub fn full(
+    size: &Bound<'_, PyAny>, fill_value: &Bound<'_, PyAny>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool, layout: Option<&Bound<'_, PyAny>>, pin_memory: bool,
+) -> PyResult<PyTensor> {
+    let _ = (requires_grad, layout, pin_memory);
     let dims = size_arg(&PyTuple::new(size.py(), [size])?)?;
     let v = fill_scalar(fill_value)?;
     let dt = opt_dtype(dtype)?.unwrap_or(DType::default_for(v.kind()));
@@ -444,8 +448,14 @@ like!(rand_like, |d: &[usize], dt, dev| random(d, dt, dev, false));
 like!(randn_like, |d: &[usize], dt, dev| random(d, dt, dev, true));
 
 #[pyfunction]
-#[pyo3(signature = (input, fill_value, *, dtype=None, device=None))]
-pub fn full_like(input: &PyTensor, fill_value: &Bound<'_, PyAny>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
+#[pyo3(signature = (input, fill_value, *, dtype=None, device=None, requires_grad=false, memory_format=None, layout=None))]
+#[allow(clippy::too_many_arguments)]
+pub fn full_like(
+    input: &PyTensor, fill_value: &Bound<'_, PyAny>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool, memory_format: Option<&Bound<'_, PyAny>>, layout: Option<&Bound<'_, PyAny>>,
+) -> PyResult<PyTensor> {
+    // Accepted as torch's `*_like` functions take them (torchvision passes layout=torch.strided).
+    let _ = (requires_grad, memory_format, layout);
     let (dt, place) = like_args(input, dtype, device)?;
     let v = fill_scalar(fill_value)?;
     place_or(place, input.dims(), dt, |dev| filled(input.dims(), v, dt, dev))
