@@ -6,11 +6,13 @@ load_checkpoint_and_dispatch, hooks, Accelerator.prepare) on one CPU.
 """
 
 import sys
+import tempfile
 
 import accelerate
 import torch
 import transformers
 from accelerate.hooks import ModelHook, add_hook_to_module, remove_hook_from_module
+from accelerate.utils import compute_module_sizes
 from transformers import AutoConfig, AutoModel
 
 from common import main, section
@@ -76,6 +78,32 @@ def accelerator(path):
     yield "num_processes", acc.num_processes
     yield "unwrapped", type(acc.unwrap_model(model)).__name__
     yield "hidden", hidden(model)
+
+
+
+@section
+def offload(path):
+    """Big-model inference past the memory budget: infer_auto_device_map splits the model between the
+    CPU and disk (the disk part is memory-mapped from numpy files and moved in at each forward),
+    cpu_offload's hooks, init_on_device and load_checkpoint_in_model."""
+    config = AutoConfig.from_pretrained(path)
+    with accelerate.init_empty_weights():
+        model = transformers.BertModel(config)
+    size = compute_module_sizes(model)[""]
+    yield "size", size
+    device_map = accelerate.infer_auto_device_map(model, max_memory={"cpu": size * 2 // 3, "disk": 10**9},
+                                                  no_split_module_classes=["BertLayer"])
+    yield "device_map", sorted((k, str(v)) for k, v in device_map.items())
+    with tempfile.TemporaryDirectory() as folder:
+        model = accelerate.load_checkpoint_and_dispatch(model, path, device_map=device_map, offload_folder=folder)
+        yield "disk_hidden", hidden(model.eval())
+    model = accelerate.cpu_offload(AutoModel.from_pretrained(path).eval(), execution_device=torch.device("cpu"))
+    yield "cpu_offload_hidden", hidden(model)
+    with accelerate.init_on_device(torch.device("meta")):
+        model = transformers.BertModel(config)
+    yield "init_on_device", sorted({p.device.type for p in model.parameters()})
+    accelerate.load_checkpoint_in_model(model, path, device_map={"": "cpu"})
+    yield "load_checkpoint_in_model_hidden", hidden(model.eval())
 
 
 if __name__ == "__main__":
