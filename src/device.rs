@@ -14,7 +14,14 @@ pub enum Kind {
     Cuda,
     /// torch's meta device: tensors with a shape and a dtype and no data (see `tensor::meta`).
     Meta,
+    /// torch's other device types (mps, xpu, ...): they construct, compare and print as torch's, so
+    /// code that asks `device == torch.device("mps")` runs; placing data there raises.
+    Other(&'static str),
 }
+
+/// torch's device types besides cpu, cuda and meta, in the order of its error message.
+const OTHER_TYPES: [&str; 17] = ["ipu", "xpu", "mkldnn", "opengl", "opencl", "ideep", "hip", "ve", "fpga", "maia", "xla",
+    "lazy", "vulkan", "mps", "hpu", "mtia", "privateuseone"];
 
 /// Where a factory puts its result: a Candle device, or the meta device.
 pub enum Place {
@@ -71,9 +78,13 @@ impl PyDevice {
             "cpu" => Ok(PyDevice { kind: Kind::Cpu, index: idx }),
             "cuda" => Ok(PyDevice { kind: Kind::Cuda, index: idx }),
             "meta" => Ok(PyDevice { kind: Kind::Meta, index: idx }),
-            _ => Err(DeviceError::new_err(format!(
-                "Expected one of cpu, cuda, meta device type at start of device string: {s}"
-            ))),
+            _ => match OTHER_TYPES.iter().find(|&&t| t == name) {
+                Some(&t) => Ok(PyDevice { kind: Kind::Other(t), index: idx }),
+                None => Err(DeviceError::new_err(format!(
+                    "Expected one of cpu, cuda, ipu, xpu, mkldnn, opengl, opencl, ideep, hip, ve, fpga, maia, xla, lazy, \
+                     vulkan, mps, meta, hpu, mtia, privateuseone device type at start of device string: {s}"
+                ))),
+            },
         }
     }
 
@@ -110,6 +121,9 @@ impl PyDevice {
             )),
             Kind::Cpu => Ok(Device::Cpu),
             Kind::Cuda => cuda_device(self.index.unwrap_or(0)),
+            Kind::Other(t) => Err(DeviceError::new_err(format!(
+                "{t} device is not supported by candle_bind (cpu, cuda or meta)"
+            ))),
         }
     }
 
@@ -151,6 +165,7 @@ impl PyDevice {
             Kind::Cpu => "cpu",
             Kind::Cuda => "cuda",
             Kind::Meta => "meta",
+            Kind::Other(t) => t,
         }
     }
     #[getter]

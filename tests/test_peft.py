@@ -76,14 +76,7 @@ def get_peft_model(root, adapter):
 
 @pytest.mark.parametrize("name", ["lora", "ia3"])
 def test_from_pretrained(runs, root, name):
-    try:
-        want, got = runs.section(name, "peft_adapters.py", root)
-    except pytest.fail.Exception as e:
-        if "device type at start of device string: mps" in str(e):
-            # peft's load_peft_weights compares the load device with torch.device("mps"), which
-            # candle_bind's (Rust) device type does not construct yet
-            pytest.xfail("torch.device('mps') is not constructible in candle_bind yet")
-        raise
+    want, got = runs.section(name, "peft_adapters.py", root)
     compare(want, got)
     assert got["logits"] != got["disabled_logits"]  # the adapter matters
     assert got["type"] == "PeftModelForCausalLM" and got["merged_type"] == "LlamaForCausalLM"
