@@ -32,6 +32,18 @@ def __getattr__(name: str):
 
 
 def load_library(path) -> None:
-    # An OSError, as torch's own when the library will not load: packages with optional C++ ops
-    # (torchvision) catch it and go on without them.
+    # torchvision's operators are ours (Rust kernels, `_vision_ops`): its extension "loads".
+    from . import _vision_ops
+
+    if _vision_ops.is_torchvision_extension(path):
+        _vision_ops.register()
+        return
+    # torchvision's image codecs: Pillow stands in for them (`_vision_image`).
+    from . import _vision_image
+
+    if _vision_image.is_image_extension(path):
+        _vision_image.register()
+        return
+    # Any other: an OSError, as torch's own when the library will not load: packages with optional
+    # C++ ops catch it and go on without them.
     raise OSError(f"torch.ops.load_library({path!r}): candle_bind cannot load torch C++ extensions")

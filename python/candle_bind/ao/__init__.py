@@ -1,0 +1,3 @@
+"""torch.ao: only what quantizable models need before they are quantized (torch.ao.quantization)."""
+
+from . import quantization  # noqa: F401
