@@ -69,6 +69,8 @@ TOL = {
     "float64": (1e-10, 1e-9),
     "float16": (2e-3, 2e-3),
     "bfloat16": (2e-2, 2e-2),
+    "complex64": (1e-5, 1e-4),
+    "complex128": (1e-10, 1e-9),
 }
 
 
@@ -76,12 +78,12 @@ def to_cb(t: torch.Tensor) -> cb.Tensor:
     """The same values as a candle_bind tensor (through numpy; bf16 through float32)."""
     if t.dtype == torch.bfloat16:
         return cb.from_numpy(t.float().numpy()).to(cb.bfloat16).to(TEST_DEVICE)
-    return cb.from_numpy(t.contiguous().numpy()).to(TEST_DEVICE)
+    return cb.from_numpy(t.resolve_conj().resolve_neg().contiguous().numpy()).to(TEST_DEVICE)
 
 
 def to_np(x) -> np.ndarray:
     if isinstance(x, torch.Tensor):
-        return (x.float() if x.dtype == torch.bfloat16 else x).numpy()
+        return (x.float() if x.dtype == torch.bfloat16 else x).resolve_conj().resolve_neg().numpy()
     if x.dtype == cb.bfloat16:
         return x.float().cpu().numpy()
     return x.cpu().numpy()

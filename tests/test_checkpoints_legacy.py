@@ -137,13 +137,22 @@ def test_every_dtype_loads_as_the_zip_path_loads_it():
 @pytest.mark.parametrize("make_unsupported", [
     lambda: torch.tensor([1, 2, 3]).to(torch.uint16),
     lambda: torch.randn(3).to(torch.float8_e5m2),
-    lambda: torch.randn(2, dtype=torch.complex64),
 ])
 @pytest.mark.parametrize("write", [legacy, zipped])
 def test_unsupported_dtypes_name_the_dtype(make_unsupported, write):
     t = make_unsupported()
     with pytest.raises(cb.DTypeError, match=f"torch.{str(t.dtype).split('.')[-1]} tensors are not supported"):
         cb.load(write({"t": t}))
+
+
+@pytest.mark.parametrize("write", [legacy, zipped])
+def test_complex_tensors_load(write):
+    z = torch.randn(3, 4, dtype=torch.complex64)
+    sd = {"z": z, "zt": z.t(), "z128": torch.randn(2, dtype=torch.complex128)}
+    ours = cb.load(write(sd))
+    for k, v in sd.items():
+        assert ours[k].dtype == getattr(cb, str(v.dtype).split(".")[-1]) and tuple(ours[k].shape) == tuple(v.shape)
+        np.testing.assert_array_equal(ours[k].numpy(), v.numpy())
 
 
 # ------------------------------------------------------------------------- storages and views

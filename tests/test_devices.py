@@ -28,7 +28,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 # Files the reruns leave out: ones about the CPU itself (its kernels' instruction sets, memory
 # sharing with numpy, RSS, threads timing our kernels), the fuzzer, and this file.
-NOT_DEVICE_TESTS = ["test_isa.py", "test_fuzz.py", "test_longrun.py", "test_threads.py", "test_stubs.py", "test_devices.py"]
+NOT_DEVICE_TESTS = ["test_isa.py", "test_fuzz.py", "test_longrun.py", "test_threads.py", "test_stubs.py", "test_devices.py",
+                    "test_whisper.py", "test_torchaudio.py", "test_torchvision_ops.py",
+                    "test_peft.py", "test_open_clip.py", "test_cross_encoder.py",
+                    "test_diffusers.py", "test_torchvision.py", "test_timm.py", "test_opinfo.py"]
 
 
 def _rerun(env_extra, timeout, also_ignore=()):
@@ -190,3 +193,15 @@ def test_storage_only_dtypes_raise_on_cuda():
         with pytest.raises(RuntimeError, match="not supported on CUDA"):
             cb.zeros(2, dtype=dt, device="cuda")
     assert cb.ones(2, dtype=cb.int64).cuda().dtype == cb.int64
+
+
+def test_torchs_other_device_types_construct_and_refuse_data():
+    # peft, transformers and accelerate compare devices with torch.device("mps") / ("xpu")
+    for name in ["mps", "xpu:1", "hpu", "privateuseone"]:
+        ours, theirs = cb.device(name), torch.device(name)
+        assert (str(ours), repr(ours), ours.type, ours.index) == (str(theirs), repr(theirs), theirs.type, theirs.index)
+        assert ours != cb.device("cpu") and ours == cb.device(name)
+    with pytest.raises(RuntimeError, match="mps device is not supported by candle_bind"):
+        cb.zeros(2, device="mps")
+    with pytest.raises(RuntimeError, match="Expected one of cpu, cuda, ipu, xpu"):
+        cb.device("foo")

@@ -96,6 +96,7 @@ CASES = {
     "fmod int": (lambda L, a: [L.fmod(a, 3), a.fmod(-2)], make((3, 4), "int64", low=-9, high=9)),
     "xlogy": (lambda L, a, b: [L.xlogy(a, b), L.xlogy(a * 0, b), L.xlogy(a, 2.0)], make((3, 4)), make((4,), low=0.1)),
     "logit": (lambda L, a: [L.logit(a), a.logit(eps=1e-3)], make((3, 4), low=0.0, high=1.0)),
+    "i0": (lambda L, a: [L.i0(a * 10), a.i0(), L.i0(L.arange(4)), L.i0(a.double())], make((3, 4))),
     "rsub": (lambda L, a, b: [L.rsub(a, b), L.rsub(a, b, alpha=2), L.rsub(a, 1.5)], make((3, 4)), make((4,))),
     "deg2rad rad2deg": (lambda L, a: [L.deg2rad(a), a.rad2deg(), L.deg2rad(a.long())], make((3, 4))),
     "signbit copysign": (lambda L, a, b: [L.signbit(a), L.signbit(a * 0 - 0.0), L.copysign(a, b), a.copysign(-1.0)],

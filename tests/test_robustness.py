@@ -206,6 +206,9 @@ ZERO_D = [
     "m.amax(x, 0)", "m.all(x, dim=0)", "m.aminmax(x, dim=0)", "m.logsumexp(x, 0)",
     "F.normalize(x, dim=0)", "F.cosine_similarity(x, x, dim=0)",
     "x.narrow(0, 0, 1)", "x.roll(1, 0)", "x.chunk(1, 0)", "x.split(1, 0)", "x.unbind(0)",
+    # found by conformance/opinfo.py: a 1-d index over a 0-d input
+    "m.gather(x, 0, m.tensor([0]))", "x.gather(-1, m.tensor([0, 0]))", "m.gather(x, 0, m.tensor([1]))",
+    "x.scatter(0, m.tensor([0]), 3.0)", "x.scatter_add(0, m.tensor([0]), m.tensor([2.0]))",
 ]
 
 

@@ -117,6 +117,21 @@ def test_llama_sampling_runs(runs, llama_dir):
                           "same_seed_same_tokens": True}
 
 
+@pytest.fixture(scope="module")
+def fnet_dir(tmp_path_factory):
+    from transformers import FNetConfig, FNetForMaskedLM
+
+    torch.manual_seed(0)
+    config = FNetConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2, intermediate_size=64,
+                        max_position_embeddings=64)
+    return _save(FNetForMaskedLM(config).eval(), tmp_path_factory.mktemp("fnet"))
+
+
+def test_fnet(runs, fnet_dir):
+    """FNet mixes tokens with torch.fft.fftn(...).real (candle_bind/fft.py)."""
+    compare(*runs.section("fnet", "fnet.py", fnet_dir))
+
+
 # --- the real all-MiniLM-L6-v2 ---------------------------------------------------------------------
 
 @pytest.mark.parametrize("name", ["automodel", "sentence_transformer", "feature_extraction"])
@@ -136,7 +151,7 @@ def test_model_built_on_meta_gets_its_buffers_back(runs, bert_dir):
 
 # --- accelerate: transformers' device_map / low_cpu_mem_usage paths and accelerate's big-model API ---
 
-@pytest.mark.parametrize("name", ["imported", "device_map", "empty_weights", "hooks", "accelerator"])
+@pytest.mark.parametrize("name", ["imported", "device_map", "empty_weights", "hooks", "accelerator", "offload"])
 def test_accelerate(runs, bert_dir, name):
     """With accelerate installed transformers imports it, so under the shim accelerate's import chain
     (torch.utils.hooks, torch.profiler, torch.distributed.tensor, ...) has to resolve."""
@@ -150,10 +165,6 @@ def test_accelerate(runs, bert_dir, name):
 # --- what candle_bind cannot serve names the missing torch API ---------------------------------------
 
 UNSERVABLE = {
-    # FNet mixes tokens with a Fourier transform (torch.fft)
-    "fnet": ("from transformers import FNetConfig, FNetModel\n"
-             "FNetModel(FNetConfig(vocab_size=99, hidden_size=32, num_hidden_layers=1, intermediate_size=37))",
-             "AttributeError: torch.fft is not supported by candle_bind yet"),
     "flex_attention": ("from transformers import AutoModelForCausalLM\n"
                        "m = AutoModelForCausalLM.from_pretrained({path!r}, attn_implementation='flex_attention')\n"
                        "m(torch.tensor([[1, 2, 3]]))",

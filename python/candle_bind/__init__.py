@@ -75,6 +75,16 @@ from ._tensor import _typed_tensors
 globals().update(_typed_tensors())
 from . import _ops
 from . import _pointwise
+from . import _subclass, _torch_c  # Tensor subclasses (as_subclass, __torch_function__); torch._C's Python names
+
+_subclass.install()
+_torch_c.install()
+TensorType = _torch_c.TensorType
+from ._checks import *  # noqa: F401,F403  (torch._assert, torch._check*, sym_int, ...)
+from ._checks import _assert, _check, _check_index, _check_is_size, _check_not_implemented  # noqa: F401
+from ._checks import _check_type, _check_value, _check_with, _shape_as_tensor  # noqa: F401
+pi, e, inf, nan = 3.141592653589793, 2.718281828459045, _builtins.float("inf"), _builtins.float("nan")
+from ._generator import rand, randint, randn, randperm  # given generator=, torch's own CPU stream
 from ._runtime import (  # noqa: F401
     Generator,
     are_deterministic_algorithms_enabled,
@@ -82,6 +92,7 @@ from ._runtime import (  # noqa: F401
     channels_last_3d,
     compile,
     contiguous_format,
+    get_device_module,
     get_float32_matmul_precision,
     is_warn_always_enabled,
     layout,
@@ -102,8 +113,15 @@ _LAZY_MODULES = {
     # torch's submodules, stood in for (one small module each)
     "accelerator", "amp", "autograd", "backends", "compiler", "cuda", "distributed", "distributions", "jit",
     "library", "mps", "multiprocessing", "ops", "optim", "profiler", "random", "version", "xpu", "_dynamo",
-    "__config__",
+    "__config__", "fft", "signal",
+    "overrides", "cpu", "storage",
+    "sparse",
+    "linalg",
+    "fx", "onnx", "ao", "_custom_ops", "_prims_common", "types",
 }
+# torch.<name> served by candle_bind.linalg (loaded on first use: it imports numpy)
+_LINALG_TOP_LEVEL = ("svd", "qr", "det", "logdet", "slogdet", "inverse", "pinverse", "svd_lowrank", "pca_lowrank",
+                     "matrix_power", "cholesky")
 
 
 def from_torch(t) -> Tensor:
@@ -131,10 +149,19 @@ def __getattr__(name):
         return importlib.import_module(f"{__name__}.{name}")
     if name in ("load", "save"):
         return getattr(importlib.import_module(f"{__name__}.serialization"), name)
+    if name in _LINALG_TOP_LEVEL:
+        return importlib.import_module(f"{__name__}.linalg").TOP_LEVEL[name]
     if name in ("autocast", "is_autocast_enabled", "get_autocast_dtype", "get_autocast_gpu_dtype", "get_autocast_cpu_dtype"):
         return getattr(importlib.import_module(f"{__name__}.amp"), name)
     if name in ("get_rng_state", "set_rng_state", "initial_seed", "fork_rng"):
         return getattr(importlib.import_module(f"{__name__}.random"), name)
+    if name in ("stft", "istft", "hann_window", "hamming_window", "blackman_window", "bartlett_window",
+                "kaiser_window"):
+        return getattr(importlib.import_module(f"{__name__}._spectral"), name)
+    if name in ("Stream", "Event"):  # torch's device-generic stream types (diffusers' offloading annotates with them)
+        return getattr(importlib.import_module(f"{__name__}.cuda"), name)
+    if name in ("UntypedStorage", "TypedStorage"):
+        return getattr(importlib.import_module(f"{__name__}.storage"), name)
     if name.startswith("__"):
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     raise AttributeError(f"torch.{name} is not supported by candle_bind yet")
@@ -203,6 +230,14 @@ for _name, _target in _pointwise.ALIASES.items():
     globals()[_name] = getattr(Tensor, _target)
 _grouped_mm = _ops.grouped_mm
 del _name, _target
+_tensor_pow = pow  # noqa: F821 - set from Tensor.pow above
+
+
+def pow(input, exponent, **kwargs):  # noqa: A001
+    """torch.pow, also with a Python number as the base (torch.pow(2.0, t), as torchvision's RegNet calls it)."""
+    if not isinstance(input, Tensor) and isinstance(exponent, Tensor):
+        return input ** exponent
+    return _tensor_pow(input, exponent, **kwargs)
 
 
 def max(input, dim=None, keepdim=False, *, out=None):  # noqa: A001
@@ -593,6 +628,27 @@ def set_num_interop_threads(num: _builtins.int) -> None:
     """Accepted: candle_bind runs one op at a time (intra-op threads: set_num_threads)."""
 
 
+# ---- factory keywords with nothing to choose here ----
+
+def _factory(fn):
+    """torch's factory keywords the Rust functions do not take: `layout` (strided is the only one),
+    `pin_memory` and `memory_format` (tensors are row-major CPU/device memory) are accepted and dropped."""
+
+    @_functools.wraps(fn)
+    def factory(*args, layout=None, pin_memory=False, memory_format=None, **kwargs):
+        if layout is not None and layout is not strided:
+            raise NotImplementedError(f"torch.{fn.__name__}(layout={layout}): candle_bind has strided tensors only")
+        return fn(*args, **kwargs)
+
+    return factory
+
+
+for _name in ("full", "full_like", "zeros_like", "ones_like", "empty_like", "rand_like", "randn_like", "arange", "eye",
+              "linspace", "logspace", "randint", "randperm"):
+    globals()[_name] = _factory(globals()[_name])
+del _name
+
+
 # ---- einops ----
 
 def _hook_einops() -> None:
@@ -640,3 +696,8 @@ def _check_isa_request():
 
 
 _check_isa_request()
+
+# complex64/complex128 tensors (Python over interleaved floats): torch.tensor, cat, abs, where, ... take them.
+from . import _complex_ops  # noqa: E402
+
+_complex_ops.install(globals())

@@ -534,6 +534,17 @@ def float_power(input, exponent):
     return base.pow(exponent.double() if isinstance(exponent, Tensor) else exponent)
 
 
+def float_power_(self, exponent):
+    # The result is float64, which only a float64 tensor can hold in place.
+    if self.dtype != _C.float64:
+        from ._tensor import dtype_title
+
+        raise RuntimeError(f"the base given to float_power_ has dtype {dtype_title(self.dtype)} but the operation's "
+                           "result requires dtype Double")
+    self._assign_result(float_power(self, exponent), "float_power_")
+    return self
+
+
 def fmax(input, other):
     _need_tensor("fmax", "other", 2, other)
     return _C.where(input.isnan(), other, _C.where(other.isnan(), input, input.maximum(other)))
@@ -784,16 +795,26 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
     return out[0] if len(out) == 1 else tuple(out)
 
 
+def arange(*args, start=None, **kwargs):
+    """torch.arange, also with `start=` as a keyword (diffusers' timestep embedding:
+    `arange(start=0, end=half)`); the native op takes `end=` and `step=` keywords only."""
+    if start is not None:
+        args = (start, *args)
+    return _C.arange(*args, **kwargs)
+
+
 # ---- random ----
 
 
 def normal(mean, std=1.0, size=None, *, generator=None, dtype=None, device=None, out=None):
     """normal(mean, std, size) with floats, or elementwise means/stds as tensors (broadcast)."""
+    from ._generator import randn
+
     if size is not None:
-        return _C.randn(*size, dtype=dtype, device=device) * std + mean
+        return randn(*size, dtype=dtype, device=device, generator=generator) * std + mean
     shape = broadcast_tensors(*(t for t in (mean, std) if isinstance(t, Tensor)))[0].shape
     ref = mean if isinstance(mean, Tensor) else std
-    return _C.randn(*shape, dtype=ref.dtype, device=ref.device) * std + mean
+    return randn(*shape, dtype=ref.dtype, device=ref.device, generator=generator) * std + mean
 
 
 def randint_like(input, low=0, high=None, *, dtype=None, device=None, **kw):
@@ -863,22 +884,53 @@ FUNCTIONS = tuple(m for m in METHODS if m not in ("type", "unfold", "to_dense"))
     "chain_matmul", "tensordot", "broadcast_tensors", "column_stack", "dstack", "meshgrid", "block_diag",
     "cartesian_prod", "tril_indices", "triu_indices", "isin", "can_cast", "cdist", "dist", "std_mean", "var_mean",
     "normal", "randint_like", "grouped_mm", "permute", "unique",
+    "arange",
 )
+
+
+def _to_sparse(self, *args, **kwargs):
+    """Tensor.to_sparse(): torch.sparse's COO tensor (candle_bind/sparse.py, loaded on first use)."""
+    from .sparse import to_sparse
+
+    return to_sparse(self, *args, **kwargs)
 
 
 def _install() -> None:
     from ._tensor import _make_inplace
+    from ._runtime import strided
 
     for name in METHODS:
         if not hasattr(Tensor, name):
             setattr(Tensor, name, globals()[name])
     for name in ("addmm", "baddbmm", "addbmm", "addmv", "addcmul", "addcdiv", "atan2", "hypot", "frac", "exp2",
-                 "asinh", "acosh", "atanh", "float_power", "logcumsumexp", "bitwise_not", "sgn"):
+                 "asinh", "acosh", "atanh", "logcumsumexp", "bitwise_not", "sgn"):
         if not hasattr(Tensor, name + "_"):
             setattr(Tensor, name + "_", _make_inplace(name))
+    Tensor.float_power_ = float_power_
     Tensor.__contains__ = lambda self, element: bool((self == element).any().item())
     Tensor.is_sparse = property(lambda self: False)
+    if not hasattr(Tensor, "is_quantized"):
+        Tensor.is_quantized = property(lambda self: False)  # torchvision.ops branches on it
+    Tensor.layout = property(lambda self: strided)
+    Tensor.to_sparse = _to_sparse
+    Tensor.to_sparse_coo = lambda self: _to_sparse(self)
     Tensor.H = property(lambda self: self.t() if self.dim() == 2 else self)
+    Tensor.mH = property(lambda self: self.mT)  # real dtypes only: the adjoint is the transpose
+    for name in ("svd", "qr", "det", "logdet", "slogdet", "inverse", "pinverse", "matrix_power", "cholesky"):
+        if not hasattr(Tensor, name):
+            setattr(Tensor, name, _linalg_method(name))
+
+
+def _linalg_method(name):
+    """Tensor.<name> for a torch.linalg-backed function (linalg loads numpy on first call)."""
+
+    def method(self, *args, **kwargs):
+        from .linalg import TOP_LEVEL
+
+        return TOP_LEVEL[name](self, *args, **kwargs)
+
+    method.__name__ = method.__qualname__ = name
+    return method
 
 
 _install()

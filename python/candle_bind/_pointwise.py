@@ -39,6 +39,8 @@ def xlogy(input, other):
 
 
 def logit(input, eps=None):
+    if eps is not None and not isinstance(eps, (int, float)):
+        raise TypeError(f"logit(): argument 'eps' (position 2) must be float, not {type(eps).__name__}")
     x = input if input.is_floating_point() else input.float()
     if eps is not None:
         x = x.clamp(eps, 1.0 - eps)
@@ -90,7 +92,42 @@ def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None):
     return _write_out(prod if beta == 0 else prod + (input if beta == 1 else input * beta), out)
 
 
-METHODS = ("fmod", "xlogy", "logit", "deg2rad", "rad2deg", "signbit", "copysign", "heaviside", "addr")
+def i0(input, *, out=None):
+    """The modified Bessel function of the first kind, order 0: numpy's Cephes Chebyshev series (torch's
+    own algorithm) in float64, rounded to the input's floating dtype (integers give the default dtype)."""
+    import numpy as np
+
+    dtype = input.dtype if input.is_floating_point() else _C.get_default_dtype()
+    values = np.asarray(np.i0(input.detach().cpu().double().numpy()), dtype=np.float64)
+    return _write_out(_C.from_numpy(values).to(device=input.device, dtype=dtype), out)
+
+
+_ERFINV_CENTRAL = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087, -0.00125372503,
+                   -0.00417768164, 0.246640727, 1.50140941)
+_ERFINV_TAIL = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773, -0.0076224613,
+                0.00943887047, 1.00167406, 2.83297682)
+
+
+def erfinv(input, *, out=None):
+    """The inverse error function: Giles' polynomial start refined by two Newton steps on erf, in float64
+    (timm's trunc_normal_ calls it); ±1 give ±inf, outside [-1, 1] NaN, as torch."""
+    dtype = input.dtype if input.is_floating_point() else _C.get_default_dtype()
+    x = input.double()
+    w = -((1.0 - x) * (1.0 + x)).log()
+    central, tail = w - 2.5, w.clamp_min(0.0).sqrt() - 3.0
+    p, q = central * 0.0 + _ERFINV_CENTRAL[0], tail * 0.0 + _ERFINV_TAIL[0]
+    for a, b in zip(_ERFINV_CENTRAL[1:], _ERFINV_TAIL[1:]):
+        p, q = a + p * central, b + q * tail
+    y = _C.where(w < 5.0, p, q) * x
+    finite = x.abs() < 1.0
+    for _ in range(2):
+        step = (y.erf() - x) / ((2.0 / math.sqrt(math.pi)) * (-(y * y)).exp())
+        y = _C.where(finite, y - step, y)
+    y = _C.where(x.abs() == 1.0, x * math.inf, y)
+    return _write_out(_C.where(x.abs() > 1.0, x * math.nan, y).to(dtype), out)
+
+
+METHODS = ("fmod", "xlogy", "logit", "deg2rad", "rad2deg", "signbit", "copysign", "heaviside", "addr", "i0", "erfinv")
 FUNCTIONS = METHODS + ("rsub",)
 
 
@@ -104,7 +141,7 @@ def _install() -> None:
     for name in METHODS:
         if not hasattr(Tensor, name):
             setattr(Tensor, name, globals()[name])
-    for name in ("fmod", "xlogy", "logit", "deg2rad", "rad2deg", "copysign"):
+    for name in ("fmod", "xlogy", "logit", "deg2rad", "rad2deg", "copysign", "i0", "erfinv"):
         if not hasattr(Tensor, name + "_"):
             setattr(Tensor, name + "_", _make_inplace(name))
 

@@ -8,7 +8,8 @@ from . import _C
 
 __all__ = ["compile", "Generator", "set_float32_matmul_precision", "get_float32_matmul_precision",
            "use_deterministic_algorithms", "are_deterministic_algorithms_enabled", "memory_format", "contiguous_format", "channels_last", "channels_last_3d",
-           "preserve_format", "layout", "strided", "sparse_coo", "sparse_csr", "set_warn_always", "is_warn_always_enabled"]
+           "preserve_format", "layout", "strided", "sparse_coo", "sparse_csr", "set_warn_always", "is_warn_always_enabled",
+           "get_device_module"]
 
 
 def compile(model=None, *args, **kwargs):  # noqa: A001 - torch's name
@@ -19,33 +20,41 @@ def compile(model=None, *args, **kwargs):  # noqa: A001 - torch's name
 
 
 class Generator:
-    """torch.Generator: `manual_seed` seeds candle_bind's global generator (one stream per process)."""
+    """torch.Generator: its own stream, torch's CPU one, for randn / rand / randint / randperm given
+    `generator=` (candle_bind/_generator.py). `manual_seed` also seeds candle_bind's global stream,
+    which the other ops given a generator (multinomial, bernoulli, ...) draw from."""
 
     def __init__(self, device="cpu"):
         self.device = _C.device(device) if isinstance(device, str) else device
-        self._seed = 67280421310721
+        self._seed = 67280421310721  # torch's default seed
+        self._engine = None  # built from _seed on first use
 
     def manual_seed(self, seed):
         self._seed = int(seed)
+        self._engine = None
         _C.manual_seed(self._seed)
         return self
 
     def seed(self):
         self._seed = _C.seed()
+        self._engine = None
         return self._seed
 
     def initial_seed(self):
         return self._seed
 
     def get_state(self):
-        from .random import get_rng_state
+        from . import _generator, random
 
-        return get_rng_state()
+        return random.get_rng_state() if getattr(self, "_default", False) else _generator.get_state(self)
 
     def set_state(self, state):
-        from .random import set_rng_state
+        from . import _generator, random
 
-        set_rng_state(state)
+        if getattr(self, "_default", False):
+            random.set_rng_state(state)
+        else:
+            _generator.set_state(self, state)
         return self
 
 
@@ -79,6 +88,25 @@ def set_warn_always(b: bool) -> None:
 
 def is_warn_always_enabled() -> bool:
     return _warn_always[0]
+
+
+def get_device_module(device=None):
+    """torch.get_device_module: `torch.cuda` for "cuda", `torch.cpu` for "cpu" (no device: the current
+    accelerator's, else the CPU's)."""
+    import importlib
+
+    from . import accelerator
+
+    if device is None:
+        kind = "cuda" if accelerator.is_available() else "cpu"
+    elif isinstance(device, (str, _C.device)):
+        kind = _C.device(device).type if isinstance(device, str) else device.type
+    else:
+        raise RuntimeError(f"Invalid value of device '{device}', expect torch.device, str, or None")
+    try:
+        return importlib.import_module(f"{__package__}.{kind}")
+    except ModuleNotFoundError:
+        raise RuntimeError(f"Device '{kind}' does not have a corresponding module registered as 'torch.{kind}'.") from None
 
 
 class _Named:

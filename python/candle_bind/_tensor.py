@@ -84,7 +84,65 @@ def _install() -> None:
     Tensor.__deepcopy__ = _deepcopy
     Tensor.__copy__ = lambda self: self.clone()
     Tensor.__reduce_ex__ = _reduce_ex
+    # As torch's: numpy defers to the tensor, so `np.float64(2.0) * t` is a tensor, not an ndarray.
+    Tensor.__array_priority__ = 1000
+    # Native methods behind torch's extra keywords (listed as native: `_Checked`).
+    Tensor.is_contiguous = _Checked(_is_contiguous(Tensor.is_contiguous), Tensor.is_contiguous)
+    Tensor.flip = _Checked(_dims_keyword(Tensor.flip), Tensor.flip)
+    # The buffer's address and size (save_pretrained finds tied weights by them): candle_bind/storage.py.
+    if not hasattr(Tensor, "untyped_storage"):
+        Tensor.untyped_storage = lambda self: __import__("candle_bind.storage").storage.UntypedStorage(self)
+        Tensor.storage = lambda self: __import__("candle_bind.storage").storage.TypedStorage(self)
+    for name in ("unsqueeze", "squeeze", "transpose", "t", "swapaxes", "swapdims"):
+        if not hasattr(Tensor, name + "_"):
+            setattr(Tensor, name + "_", _make_reshaping_inplace(name))
     _wrap_checks()
+
+
+def _dims_keyword(native):
+    """`flip(dims=[...])`: torch's keyword for the dims the native method takes positionally."""
+
+    def method(self, *dims, **kwargs):
+        if "dims" in kwargs:
+            dims = (kwargs.pop("dims"), *dims)
+        return native(self, *dims, **kwargs)
+
+    method.__name__, method.__doc__ = native.__name__, native.__doc__
+    return method
+
+
+def _make_reshaping_inplace(name: str):
+    """`unsqueeze_`, `transpose_`, ...: the tensor itself becomes the view (`.data` swapped, same memory)."""
+    def method(self, *args, **kwargs):
+        self.data = getattr(self, name)(*args, **kwargs)
+        return self
+
+    method.__name__ = name + "_"
+    method.__doc__ = f"In-place :meth:`{name}`: this tensor takes the new shape (same memory)."
+    return method
+
+
+def _is_contiguous(native):
+    """`is_contiguous(memory_format=...)`: channels_last asks whether the strides run channels fastest
+    (dims of size 1 ignored, as torch's check); other formats are the native row-major check."""
+
+    def is_contiguous(self, memory_format=None):
+        name = str(memory_format).rsplit(".", 1)[-1]
+        order = {"channels_last": (1, 3, 2, 0), "channels_last_3d": (1, 4, 3, 2, 0)}.get(name)
+        if order is None:
+            return native(self)
+        if self.dim() != len(order):
+            return False
+        expected, shape, strides = 1, self.shape, self.stride()
+        for d in order:
+            if shape[d] != 1:
+                if strides[d] != expected:
+                    return False
+                expected *= shape[d]
+        return True
+
+    is_contiguous.__doc__ = native.__doc__
+    return is_contiguous
 
 
 # ---- argument checks torch makes before its kernels (wrapping the Rust methods) ----
@@ -325,6 +383,31 @@ def _wrap_checks() -> None:
 
     copy_number.__doc__ = copy_.__doc__
     T.copy_ = _Checked(copy_number, copy_)
+
+    # The shape also by torch's keyword: `x.reshape(shape=(...))` (diffusers' SD3 unpatchify), `x.view(size=...)`.
+    # Wrapped only while the native method lacks the keyword (the wrapper costs ~1 µs a call).
+    def shape_keyword(name, keyword):
+        native = getattr(T, name)
+        try:
+            native(T([0.0]), **{keyword: (1,)})
+            return
+        except TypeError:
+            pass
+
+        def method(self, *shape, **kwargs):
+            if kwargs:
+                if shape or set(kwargs) != {keyword}:
+                    bad = next(iter(set(kwargs) - {keyword}), keyword)
+                    raise TypeError(f"{name}() got an unexpected keyword argument '{bad}'" if bad != keyword
+                                    else f"{name}() got multiple values for argument '{keyword}'")
+                shape = (kwargs[keyword],)
+            return native(self, *shape)
+
+        method.__name__ = method.__qualname__ = name
+        setattr(T, name, _Checked(method, native))
+
+    shape_keyword("reshape", "shape")
+    shape_keyword("view", "size")
 
 
 def _deepcopy(self, memo):

@@ -143,10 +143,57 @@ def tensor_repr(t) -> str:
         extras.append(f"dtype=torch.{name}")
     if t.device.type != "cpu":
         extras.insert(0, f"device='{t.device}'")
-    if extras:
-        body += ", " + ", ".join(extras)
-    return prefix + body + ")"
+    return add_suffixes(prefix + body, extras, len(prefix))
+
+
+def add_suffixes(text: str, suffixes: list, indent: int) -> str:
+    """`text` + ", dtype=..." etc. + ")"; a suffix past the line width goes on its own line, as torch's."""
+    parts = [text]
+    last = len(text) - text.rfind("\n") + 1
+    for suffix in suffixes:
+        if last + len(suffix) + 2 > LINEWIDTH:
+            parts.append(",\n" + " " * indent + suffix)
+            last = indent + len(suffix)
+        else:
+            parts.append(", " + suffix)
+            last += len(suffix) + 2
+    return "".join(parts) + ")"
 
 
 def _dtype_name(t) -> str:
     return repr(t.dtype).rsplit(".", 1)[-1]
+
+
+class _ComplexFormatter:
+    """torch's complex layout: the real and the imaginary parts each formatted as a real tensor, `a+bj`."""
+
+    def __init__(self, values):
+        self.re = _Formatter([v.real for v in values], True)
+        self.im = _Formatter([v.imag for v in values], True)
+
+    def width(self) -> int:
+        return self.re.width() + self.im.width() + 1
+
+    def format(self, v) -> str:
+        re = self.re.format(v.real)
+        im = (self.im.format(v.imag) + "j").lstrip()
+        return re + im if im[0] in "+-" else re + "+" + im
+
+
+def complex_repr(t, show_dtype: bool) -> str:
+    """repr of a complex tensor (its dtype shown when not the default complex one, or when empty)."""
+    prefix = "tensor("
+    shape = tuple(t.shape)
+    extras = []
+    if t.numel() == 0:
+        body = "[]"
+        if shape != (0,):
+            extras.append(f"size={shape}")
+    else:
+        data = _summarise(t.tolist(), shape, t.numel() > THRESHOLD)
+        body = _fmt(data, len(shape), _ComplexFormatter(_flat(data, [])), len(prefix))
+    if show_dtype or t.numel() == 0:
+        extras.append(f"dtype=torch.{_dtype_name(t)}")
+    if t.device.type != "cpu":
+        extras.insert(0, f"device='{t.device}'")
+    return add_suffixes(prefix + body, extras, len(prefix))

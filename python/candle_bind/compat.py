@@ -34,6 +34,11 @@ _RENAMED = {"safetensors.torch": "candle_bind.safetensors"}
 # Modules that bound real torch when imported: re-imported under the shim, put back on uninstall.
 _REIMPORTED = ("einops.layers.torch", "einops._torch_specific")
 
+# Third-party modules the shim adjusts as they load (name -> the candle_bind module whose `patch(module)` runs
+# right after): their compiled-extension probes, so the package takes its own path for a missing extension.
+_AFTER_IMPORT = {"torchaudio._extension.utils": "candle_bind._torchaudio",
+                 "torchaudio._extension": "candle_bind._torchaudio"}
+
 _saved: dict = {}
 _patched: list = []  # (object, attribute, previous value or _MISSING)
 _MISSING = object()
@@ -137,6 +142,8 @@ class _Finder(importlib.abc.MetaPathFinder):
     """First on `sys.meta_path` while the shim is on: torch's module names and torch's metadata."""
 
     def find_spec(self, name, path=None, target=None):
+        if name in _AFTER_IMPORT:
+            return self._patched_spec(name, path, target)
         real = _target(name)
         if real is None:
             return None
@@ -152,11 +159,40 @@ class _Finder(importlib.abc.MetaPathFinder):
         if context.name in (None, "torch"):
             yield _TorchDistribution()
 
+    def _patched_spec(self, name, path, target):
+        """The module's own spec (from the finders after this one), its loader wrapped to patch it once run."""
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(name, path, target)
+            if spec is not None:
+                if spec.loader is not None:
+                    spec.loader = _PatchingLoader(spec.loader, _AFTER_IMPORT[name])
+                return spec
+        return None
+
+
+class _PatchingLoader(importlib.abc.Loader):
+    """Runs a module with its own loader, then candle_bind's `patch(module)` for it (see `_AFTER_IMPORT`)."""
+
+    def __init__(self, loader, patcher: str):
+        self.loader, self.patcher = loader, patcher
+
+    def create_module(self, spec):
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module):
+        self.loader.exec_module(module)
+        importlib.import_module(self.patcher).patch(module)
+
+    def __getattr__(self, name):  # get_source, get_filename, ... (inspect, linecache) from the real loader
+        return getattr(self.loader, name)
+
 
 _finder = _Finder()
 
 
-_CPP_EXTENSIONS = ("torchvision", "torchaudio")
+_CPP_EXTENSIONS = ()  # torchaudio runs without its compiled library (_AFTER_IMPORT)
 
 
 def installed() -> bool:

@@ -23,6 +23,11 @@ class CustomOpDef:
     def __call__(self, *args, **kwargs):
         return self._fn(*args, **kwargs)
 
+    @property
+    def default(self):
+        """`torch.ops.ns.op.default`: the one overload."""
+        return self
+
     def register_fake(self, fn):
         self._fake = fn
         return fn
@@ -59,14 +64,23 @@ def _op(name):
     return op
 
 
+def _known(op):
+    """The op if registered; None for one that is not (a library registering fake or autograd kernels for its
+    compiled ops when those did not load: nothing traces or differentiates here, so nothing is lost)."""
+    return _OPS.get(op if not isinstance(op, CustomOpDef) else op._qualname)
+
+
 def register_fake(op, fn=None, /, *, lib=None, _stacklevel=1):
     if fn is None:
-        return lambda f: _op(op).register_fake(f)
-    return _op(op).register_fake(fn)
+        return lambda f: register_fake(op, f)
+    found = _known(op)
+    return found.register_fake(fn) if found is not None else fn
 
 
 def register_autograd(op, backward, /, *, setup_context=None, lib=None):
-    _op(op).register_autograd(backward, setup_context=setup_context)
+    found = _known(op)
+    if found is not None:
+        found.register_autograd(backward, setup_context=setup_context)
 
 
 def register_kernel(op, device_types, fn=None, /, *, lib=None):
@@ -89,12 +103,18 @@ def define(qualname, schema, *, lib=None, tags=()):
 
 class Library:
     def __init__(self, ns: str, kind: str, dispatch_key: str = ""):
-        self.ns = ns
+        self.ns, self.dispatch_key = ns, dispatch_key
 
     def define(self, schema: str, alias_analysis: str = "", *, tags=()):
         return schema.split("(")[0]
 
     def impl(self, op_name, fn, dispatch_key="", *, with_keyset=False):
+        # Meta, autocast and autograd kernels wrap the op itself (torchvision's call torch.ops.torchvision.nms
+        # inside): recorded nowhere, so they never replace the kernel that computes it.
+        if str(dispatch_key or self.dispatch_key).startswith(("Meta", "Autocast", "Autograd", "Functionalize", "Fake")):
+            return
+        if isinstance(op_name, CustomOpDef):
+            op_name = op_name._qualname
         name = op_name if "::" in str(op_name) else f"{self.ns}::{op_name}"
         _OPS[name] = CustomOpDef(name, fn)
 

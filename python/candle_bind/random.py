@@ -18,7 +18,9 @@ def manual_seed(seed: int):
     from ._runtime import Generator
 
     _initial[0] = int(seed)
-    return Generator().manual_seed(int(seed))
+    default = Generator().manual_seed(int(seed))
+    default._default = True  # torch's default generator: `generator=` it is the global stream
+    return default
 
 
 def seed() -> int:

@@ -38,3 +38,38 @@ class median(NamedTuple):  # noqa: N801
 class aminmax(NamedTuple):  # noqa: N801
     min: Tensor
     max: Tensor
+
+
+# torch.linalg's and torch.svd's results
+class svd(NamedTuple):  # noqa: N801
+    U: Tensor
+    S: Tensor
+    V: Tensor
+
+
+class linalg_svd(NamedTuple):  # noqa: N801
+    U: Tensor
+    S: Tensor
+    Vh: Tensor
+
+
+class linalg_qr(NamedTuple):  # noqa: N801
+    Q: Tensor
+    R: Tensor
+
+
+class linalg_eigh(NamedTuple):  # noqa: N801
+    eigenvalues: Tensor
+    eigenvectors: Tensor
+
+
+class linalg_slogdet(NamedTuple):  # noqa: N801
+    sign: Tensor
+    logabsdet: Tensor
+
+
+class linalg_lstsq(NamedTuple):  # noqa: N801
+    solution: Tensor
+    residuals: Tensor
+    rank: Tensor
+    singular_values: Tensor

@@ -40,22 +40,24 @@ _STORAGES = {
     # torch has no such class: float8 tensors are an UntypedStorage plus `torch.float8_e4m3fn`
     # (_rebuild_tensor_v3); the name is this module's handle for that pair.
     "Float8_e4m3fnStorage": ("u1", "float8_e4m3fn"),
+    "ComplexFloatStorage": ("<c8", "complex64"), "ComplexDoubleStorage": ("<c16", "complex128"),
     # Bytes with no dtype of their own; _rebuild_tensor_v3 says how to read them.
     "UntypedStorage": ("u1", None),
 }
 _DTYPE_STORAGE = {"float32": "FloatStorage", "float64": "DoubleStorage", "float16": "HalfStorage",
                   "bfloat16": "BFloat16Storage", "int64": "LongStorage", "int32": "IntStorage", "int16": "ShortStorage",
-                  "int8": "CharStorage", "uint8": "ByteStorage", "bool": "BoolStorage"}
+                  "int8": "CharStorage", "uint8": "ByteStorage", "bool": "BoolStorage",
+                  "complex64": "ComplexFloatStorage", "complex128": "ComplexDoubleStorage"}
 _TORCH_DTYPES = {"float32": "FloatStorage", "float": "FloatStorage", "float64": "DoubleStorage", "double": "DoubleStorage",
                  "float16": "HalfStorage", "half": "HalfStorage", "bfloat16": "BFloat16Storage", "int64": "LongStorage",
                  "long": "LongStorage", "int32": "IntStorage", "int": "IntStorage", "int16": "ShortStorage",
                  "short": "ShortStorage", "int8": "CharStorage", "uint8": "ByteStorage", "bool": "BoolStorage",
-                 "float8_e4m3fn": "Float8_e4m3fnStorage"}
+                 "float8_e4m3fn": "Float8_e4m3fnStorage", "complex64": "ComplexFloatStorage",
+                 "cfloat": "ComplexFloatStorage", "complex128": "ComplexDoubleStorage", "cdouble": "ComplexDoubleStorage"}
 # torch dtypes a checkpoint may name that candle_bind has no tensors of: named in a DTypeError.
 _UNSUPPORTED_DTYPES = {"uint16", "uint32", "uint64", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz",
-                       "float8_e8m0fnu", "complex32", "chalf", "complex64", "cfloat", "complex128", "cdouble"}
-_UNSUPPORTED_STORAGES = {"ComplexFloatStorage": "complex64", "ComplexDoubleStorage": "complex128",
-                         "QInt8Storage": "qint8", "QInt32Storage": "qint32", "QUInt8Storage": "quint8",
+                       "float8_e8m0fnu", "complex32", "chalf"}
+_UNSUPPORTED_STORAGES = {"QInt8Storage": "qint8", "QInt32Storage": "qint32", "QUInt8Storage": "quint8",
                          "QUInt4x2Storage": "quint4x2", "QUInt2x4Storage": "quint2x4"}
 
 
@@ -117,6 +119,10 @@ def _to_tensor(arr: np.ndarray, kind: str) -> Tensor:
     if kind == "BFloat16Storage":
         f32 = (arr.astype(np.uint32) << 16).view(np.float32)
         return _C.from_numpy(f32).to(_C.bfloat16)
+    if kind in ("ComplexFloatStorage", "ComplexDoubleStorage"):
+        from ._complex import from_numpy_complex
+
+        return from_numpy_complex(arr.copy(order="C"))
     t = _C.from_numpy(arr.copy(order="C"))
     return t if repr(t.dtype).endswith(dtype) else t.to(getattr(_C, dtype))
 

@@ -23,8 +23,20 @@ def _not_initialized(*args, **kwargs):
                        "(torch.distributed is not available)")
 
 
-get_rank = get_world_size = barrier = all_reduce = broadcast = _not_initialized
+get_rank = get_world_size = barrier = all_reduce = all_gather = broadcast = _not_initialized
+
+
+class ProcessGroup:
+    """Never instantiated (libraries annotate with `dist.ProcessGroup`): there is no process group."""
+
+    def __init__(self, *args, **kwargs):
+        _not_initialized()
 
 
 def init_process_group(*args, **kwargs):
     raise RuntimeError("torch.distributed is not supported by candle_bind: it runs in one process")
+
+
+# Attribute access without an import, as torch gives it (diffusers' dataclasses annotate with
+# `torch.distributed.device_mesh.DeviceMesh`).
+from . import device_mesh  # noqa: E402

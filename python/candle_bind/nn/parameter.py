@@ -47,4 +47,46 @@ class Buffer(Tensor):
 
 
 class UninitializedParameter(Parameter):
-    """Placeholder for lazy modules (not supported: lazy modules need shape inference)."""
+    """A lazy module's parameter before its first forward (nn.modules.lazy): no shape yet, until
+    `materialize(shape)` makes it a Parameter of that shape (uninitialized values, as torch.empty)."""
+
+    cls_to_become = Parameter
+
+    def __new__(cls, requires_grad: bool = True, device=None, dtype=None):
+        t = Parameter.__new__(cls, None, requires_grad)
+        t._lazy_factory = {"device": device, "dtype": dtype}
+        return t
+
+    def __init__(self, requires_grad: bool = True, device=None, dtype=None):
+        pass
+
+    def materialize(self, shape, device=None, dtype=None):
+        from .. import empty
+
+        factory = self.__dict__.pop("_lazy_factory", {})
+        device = device if device is not None else factory.get("device")
+        dtype = dtype if dtype is not None else factory.get("dtype")
+        self.data = empty(tuple(shape), device=device, dtype=dtype)
+        self.__class__ = self.cls_to_become
+
+    def __repr__(self) -> str:
+        return "<UninitializedParameter>"
+
+
+class UninitializedBuffer(Tensor):
+    """A lazy module's buffer before its first forward: see UninitializedParameter."""
+
+    cls_to_become = Tensor
+
+    def __new__(cls, requires_grad: bool = False, device=None, dtype=None, persistent: bool = True):
+        t = Tensor.__new__(cls, Tensor())
+        t._lazy_factory, t.persistent = {"device": device, "dtype": dtype}, persistent
+        return t
+
+    def __init__(self, requires_grad: bool = False, device=None, dtype=None, persistent: bool = True):
+        pass
+
+    materialize = UninitializedParameter.materialize
+
+    def __repr__(self) -> str:
+        return "<UninitializedBuffer>"

@@ -23,6 +23,12 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: Option
         raise RuntimeError("Padding length should be less than or equal to two times the input dimension "
                            f"but got padding length {len(pad)} and input of dimension {input.dim()}")
     pairs = [(int(pad[2 * i]), int(pad[2 * i + 1])) for i in range(npairs)]  # pairs[0] is the last dim
+    if input.is_complex():  # the real and imaginary parts pad alike (the fill value split the same way)
+        from ... import complex as _complex
+
+        fill = complex(0 if value is None else value)
+        return _complex(F.pad(input.real, pad, mode, fill.real if value is not None else None),
+                        F.pad(input.imag, pad, mode, fill.imag if value is not None else None))
     if mode == "constant":
         fill = 0 if value is None else value
         shape = list(input.shape)
@@ -170,20 +176,37 @@ def _weights_shape(w, x, d):
 
 
 def _taps(mode, L, O, scale, ac):
-    """(indices, weights) per output position along one axis, as torch's kernels compute them."""
+    """(indices, weights) per output position along one axis, as torch's kernels compute them: in float32,
+    their opmath type for float32, half and bfloat16 inputs (so a value halfway between two integers
+    rounds as torch's does)."""
+    import numpy as np
+
+    f32 = np.float32
+    scale = f32(scale)
     if mode in ("nearest", "nearest-exact"):
         off = 0.0 if mode == "nearest" else 0.5
-        return [[min(int(math.floor((j + off) * scale)), L - 1)] for j in range(O)], [[1.0]] * O
+        return [[min(int(math.floor(f32(j + off) * scale)), L - 1)] for j in range(O)], [[1.0]] * O
     idx, wts = [], []
+    ratio = f32((L - 1) / (O - 1)) if O > 1 else f32(0.0)
     for j in range(O):
         if ac:
-            src = j * ((L - 1) / (O - 1)) if O > 1 else 0.0
+            src = ratio * f32(j)
         else:
-            src = (j + 0.5) * scale - 0.5
+            src = scale * (f32(j) + f32(0.5)) - f32(0.5)
             if mode != "bicubic":
-                src = max(src, 0.0)
+                src = max(src, f32(0.0))
         i0 = math.floor(src)
-        t = src - i0
+        t = src - f32(i0)
+        if mode == "bicubic":
+            A = f32(-0.75)
+            one, two = f32(1.0), f32(2.0)
+            w = [((A * (t + one) - f32(5) * A) * (t + one) + f32(8) * A) * (t + one) - f32(4) * A,
+                 ((A + two) * t - (A + f32(3))) * t * t + one,
+                 ((A + two) * (one - t) - (A + f32(3))) * (one - t) * (one - t) + one,
+                 ((A * (two - t) - f32(5) * A) * (two - t) + f32(8) * A) * (two - t) - f32(4) * A]
+            idx.append([min(max(i0 + k - 1, 0), L - 1) for k in range(4)])
+            wts.append([float(v) for v in w])
+            continue
         if mode == "bicubic":
             A = -0.75
             w = [((A * (t + 1) - 5 * A) * (t + 1) + 8 * A) * (t + 1) - 4 * A,
@@ -194,9 +217,83 @@ def _taps(mode, L, O, scale, ac):
             wts.append(w)
         else:
             i0 = min(i0, L - 1)
+            t = min(max(t, f32(0.0)), f32(1.0))
             idx.append([i0, min(i0 + 1, L - 1)])
-            wts.append([1.0 - t, t])
+            wts.append([float(f32(1.0) - t), float(t)])
     return idx, wts
+
+
+def _taps_aa(mode, L, O, scale, ac, antialias=True, delta=0.0):
+    """Antialiased taps (torch's `_compute_weights_aa`): the bilinear (triangle) or bicubic (a = -0.5) filter
+    stretched over `scale` input pixels when downsampling, weights normalised per output position. With
+    `antialias=False` (torch's uint8 kernels) the filter is not stretched and bicubic's a is -0.75; `delta`
+    is their 0.5 shift for align_corners."""
+    interp = 2 if mode == "bilinear" else 4
+    stretch = scale >= 1.0 and antialias
+    support = interp * 0.5 * scale if stretch else interp * 0.5
+    invscale = 1.0 / scale if stretch else 1.0
+    a = -0.5 if antialias else -0.75
+
+    def filt(x):
+        x = abs(x)
+        if mode == "bilinear":
+            return 1.0 - x if x < 1.0 else 0.0
+        if x < 1.0:
+            return ((a + 2.0) * x - (a + 3.0)) * x * x + 1.0
+        return (((x - 5.0) * x + 8.0) * x - 4.0) * a if x < 2.0 else 0.0
+
+    idx, wts = [], []
+    for i in range(O):
+        center = scale * (i + 0.5 - delta)
+        lo = max(int(center - support + 0.5 + delta), 0)
+        hi = min(int(center + support + 0.5 + delta), L)
+        w = [filt((j - center + 0.5 - delta) * invscale) for j in range(lo, hi)]
+        total = sum(w)
+        idx.append(list(range(lo, hi)))
+        wts.append([v / total for v in w] if total != 0.0 else w)
+    return idx, wts
+
+
+def _merged(index, weights):
+    """(index, summed weight) pairs: a border pixel a clamped window names twice counts once."""
+    total: dict = {}
+    for i, w in zip(index, weights):
+        total[i] = total.get(i, 0.0) + w
+    return list(total.items())
+
+
+def _resize_uint8(input, out, scales, mode, ac, antialias):
+    """torch's uint8 bilinear/bicubic images (<= 4 channels): double weights turned into int16 with PIL's
+    precision rule, a horizontal then a vertical pass, each rounded and saturated to uint8 (torch's AVX2
+    kernel, PIL's arithmetic). Exact integers, so it runs in numpy."""
+    import numpy as np
+
+    x = input.cpu().numpy()
+    for d in (3, 2):  # the width first, as torch's kernel
+        L, O = x.shape[d], out[d - 2]
+        if L == O and scales[d - 2] in (None, 1.0):
+            continue
+        if ac:
+            scale = (L - 1) / (O - 1) if O > 1 else 0.0
+        else:
+            scale = L / O if scales[d - 2] is None else 1.0 / scales[d - 2]
+        if mode == "bicubic" and not antialias:  # torch's cubic taps, border pixels repeated (merged here)
+            idx, wts = zip(*(zip(*_merged(ix, w)) for ix, w in zip(*_taps(mode, L, O, scale, ac))))
+        else:
+            idx, wts = _taps_aa(mode, L, O, scale, ac, antialias, 0.5 if ac and not antialias else 0.0)
+        w_max = builtins.max((v for w in wts for v in w), default=0.0)
+        precision = 0
+        while precision < 22 and int(0.5 + w_max * (1 << (precision + 1))) < (1 << 15):
+            precision += 1
+        dense = np.zeros((O, L), dtype=np.int64)
+        for j, (ix, w) in enumerate(zip(idx, wts)):
+            for i, v in zip(ix, w):
+                v *= 1 << precision
+                dense[j, i] = int(-0.5 + v) if v < 0 else int(0.5 + v)
+        moved = np.moveaxis(x.astype(np.int64), d, -1)
+        acc = (moved @ dense.T + (1 << (precision - 1) if precision else 0)) >> precision
+        x = np.moveaxis(np.clip(acc, 0, 255).astype(np.uint8), -1, d)
+    return _C.from_numpy(np.ascontiguousarray(x)).to(input.device)
 
 
 _INTERPOLATE_MODES = ("nearest", "nearest-exact", "linear", "bilinear", "bicubic", "trilinear", "area")
@@ -254,6 +351,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if mode == "area":
         return (F.adaptive_avg_pool1d, F.adaptive_avg_pool2d, F.adaptive_avg_pool3d)[n - 1](input, out)
     ac = bool(align_corners)
+    if input.dtype == _C.uint8 and mode in ("bilinear", "bicubic") and input.shape[1] <= 4:
+        return _resize_uint8(input, out, scales, mode, ac, antialias)
     x = input
     for i in reversed(range(n)):  # the last dim first: its gather pass then runs on the smaller tensor
         d = 2 + i
@@ -261,9 +360,11 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         if O == L and scales[i] in (None, 1.0) and mode != "bicubic":
             continue
         scale = (L / O) if scales[i] is None else 1.0 / scales[i]
-        if x.dtype != _C.float64:
+        if ac and antialias:
+            scale = (L - 1) / (O - 1) if O > 1 else 0.0
+        if x.dtype != _C.float64 or antialias:
             # Taps and weights per output position, applied along the dim by one Rust pass.
-            idx, wts = _taps(mode, L, O, scale, ac)
+            idx, wts = (_taps_aa if antialias else _taps)(mode, L, O, scale, ac)
             x = _C.resample_axis(x.contiguous(), d, idx, wts)
             continue
         if mode in ("nearest", "nearest-exact"):

@@ -4,6 +4,7 @@ loading with torch's messages (and, unlike torch, atomic: a failed load changes 
 from __future__ import annotations
 
 import itertools
+import threading
 from collections import OrderedDict, namedtuple
 from typing import Any, Callable, Iterator
 
@@ -15,6 +16,14 @@ __all__ = ["Module"]
 
 # The state_dict key of what `get_extra_state` returns (torch's name).
 _EXTRA_STATE_KEY_SUFFIX = "_extra_state"
+# Per thread, the copies each `load_state_dict` under way makes once every check has passed (innermost last).
+_loading = threading.local()
+
+
+def _load_plans() -> list:
+    if not hasattr(_loading, "plans"):
+        _loading.plans = []
+    return _loading.plans
 
 _IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
 
@@ -516,8 +525,12 @@ class Module:
     def set_extra_state(self, state: Any) -> None:
         raise RuntimeError("Reached a code path in Module.set_extra_state() that should never be called.")
 
-    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs, plan):
-        """Checks this module's own entries and records the copies to make in `plan` (no writes)."""
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                              error_msgs):
+        """Checks this module's own entries and records the copies to make in the plan of the `load_state_dict`
+        under way (no writes; torch's signature, so overrides that call super() work)."""
+        plans = _load_plans()
+        plan = plans[-1] if plans else []  # called on its own, outside load_state_dict: copies at the end
         for hook in self._load_state_dict_pre_hooks.values():
             hook(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs)
         persistent_buffers = {k: v for k, v in self._buffers.items() if k not in self._non_persistent_buffers_set}
@@ -557,6 +570,9 @@ class Module:
                     if input_name[0] not in self._modules and input_name[0] not in local_state \
                             and input_name[0] != _EXTRA_STATE_KEY_SUFFIX:
                         unexpected_keys.append(key)
+        if not plans:
+            for module, name, param, value in plan:
+                module.set_extra_state(value) if param is None else param.copy_(value)
 
     def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
         """torch's load_state_dict; every check runs before the first write, so a failed load
@@ -571,14 +587,19 @@ class Module:
 
         def load(module, local_state_dict, prefix=""):
             local_metadata = {} if metadata is None else metadata.get(prefix[:-1], {})
-            module._load_from_state_dict(local_state_dict, prefix, local_metadata, True, missing_keys, unexpected_keys, error_msgs, plan)
+            module._load_from_state_dict(local_state_dict, prefix, local_metadata, True, missing_keys, unexpected_keys,
+                                         error_msgs)
             for name, child in module._modules.items():
                 if child is not None:
                     child_prefix = prefix + name + "."
                     child_state_dict = {k: v for k, v in local_state_dict.items() if k.startswith(child_prefix)}
                     load(child, child_state_dict, child_prefix)
 
-        load(self, dict(state_dict.items()) if not isinstance(state_dict, dict) else state_dict)
+        _load_plans().append(plan)
+        try:
+            load(self, dict(state_dict.items()) if not isinstance(state_dict, dict) else state_dict)
+        finally:
+            _load_plans().pop()
         if strict:
             if unexpected_keys:
                 error_msgs.insert(0, "Unexpected key(s) in state_dict: {}. ".format(", ".join(f'"{k}"' for k in unexpected_keys)))

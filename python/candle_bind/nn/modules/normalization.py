@@ -8,7 +8,7 @@ from ..parameter import Parameter
 from .module import Module
 
 __all__ = ["LayerNorm", "RMSNorm", "GroupNorm", "LocalResponseNorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d",
-           "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d"]
+           "SyncBatchNorm", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d"]
 
 
 class LayerNorm(Module):
@@ -145,6 +145,21 @@ class BatchNorm2d(_BatchNorm):
 
 class BatchNorm3d(_BatchNorm):
     _dims = (5,)
+
+
+class SyncBatchNorm(_BatchNorm):
+    """One process, nothing to synchronise: a BatchNorm over any input of 2 or more dims."""
+
+    _dims = (2, 3, 4, 5)
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum=0.1, affine: bool = True,
+                 track_running_stats: bool = True, process_group=None, device=None, dtype=None):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype)
+        self.process_group = process_group
+
+    @classmethod
+    def convert_sync_batchnorm(cls, module, process_group=None):
+        return module
 
 
 class _InstanceNorm(_NormBase):

@@ -7,6 +7,7 @@ import bisect
 import collections.abc
 import itertools
 import math
+from typing import Generic, TypeVar
 
 import numpy as np
 
@@ -18,8 +19,10 @@ __all__ = [
     "default_collate", "random_split",
 ]
 
+_T_co = TypeVar("_T_co", covariant=True)
 
-class Dataset:
+
+class Dataset(Generic[_T_co]):  # generic as torch's: libraries subclass `Dataset[T]`
     def __getitem__(self, index):
         raise NotImplementedError("Subclasses of Dataset should implement __getitem__.")
 
@@ -95,7 +98,7 @@ def random_split(dataset, lengths, generator=None):
     return [Subset(dataset, perm[end - length:end]) for end, length in zip(itertools.accumulate(lengths), lengths)]
 
 
-class Sampler:
+class Sampler(Generic[_T_co]):
     def __init__(self, data_source=None):
         pass
 
@@ -226,7 +229,7 @@ def default_convert(data):
     return data
 
 
-class DataLoader:
+class DataLoader(Generic[_T_co]):
     """Batches a map-style or iterable dataset: batch_size, shuffle, sampler, batch_sampler,
     drop_last, collate_fn as in torch; num_workers/pin_memory/prefetch are accepted and ignored."""
 
