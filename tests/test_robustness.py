@@ -225,3 +225,15 @@ def test_zero_d_tensors_with_a_dim_behave_as_torch(call):
         assert isinstance(got, type) and issubclass(got, want), (call, got, want)
     else:
         assert repr(got) == repr(want), call  # repr: NaN equals NaN
+
+
+@pytest.mark.parametrize("dtype,value", [("int64", float("nan")), ("int64", float("inf")), ("int64", 3.7), ("uint8", 300),
+                                         ("uint8", -255), ("int8", 128), ("int32", 2**31), ("bool", float("nan")),
+                                         ("float32", 1e300), ("float16", 70000.0), ("float16", float("-inf"))])
+def test_fill_takes_what_the_dtype_holds_as_torch(dtype, value):
+    def run(m):
+        try:
+            return repr(m.zeros(2, dtype=getattr(m, dtype)).fill_(value).tolist())
+        except RuntimeError as e:
+            return str(e)
+    assert run(cb) == run(torch)

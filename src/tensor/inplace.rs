@@ -110,12 +110,18 @@ pub fn check_writable(dims: &[usize], strides: &[usize]) -> PyResult<()> {
     Ok(())
 }
 
-/// Calls `f(offset)` for every element of a strided view, in row-major order.
+/// Calls `f(offset)` for every element of a strided view, in row-major order. Dims without a stride
+/// (an index of rank 1 over a 0-d tensor) step by 0.
 pub fn for_each_offset(dims: &[usize], strides: &[usize], base: usize, mut f: impl FnMut(usize)) {
     if dims.contains(&0) {
         return;
     }
     let n = dims.len();
+    if strides.len() < n {
+        let mut padded = strides.to_vec();
+        padded.resize(n, 0);
+        return for_each_offset(dims, &padded, base, f);
+    }
     if n == 0 {
         return f(base);
     }
@@ -356,6 +362,9 @@ pub fn can_cast(from: DType, to: DType) -> bool {
 impl PyTensor {
     fn fill_(slf: PyRef<'_, Self>, value: &Bound<'_, PyAny>) -> PyResult<Py<Self>> {
         let v = super::operand_arg(value, "fill_")?;
+        if let super::Arg::S(s) = &v {
+            check_fits(*s, slf.dtype)?;
+        }
         if let super::Arg::T(t) = &v {
             if t.rank() != 0 {
                 return Err(runtime_err(format!(
@@ -581,4 +590,34 @@ impl PyTensor {
     fn _assign_result(&self, result: &PyTensor, op: &str) -> PyResult<()> {
         self.assign_result(result, op)
     }
+}
+
+/// torch's "value cannot be converted to type X without overflow" for a number written into an integer
+/// or 16/32-bit float tensor: values past the type's range, and NaN or the infinities for integers (unsigned
+/// bytes take down to -255, as c10).
+fn check_fits(v: Scalar, dtype: DType) -> PyResult<()> {
+    let (name, lo, hi) = match dtype {
+        DType::I64 => ("int64_t", i64::MIN as f64, i64::MAX as f64),
+        DType::I32 => ("int", i32::MIN as f64, i32::MAX as f64),
+        DType::I16 => ("int16_t", i16::MIN as f64, i16::MAX as f64),
+        DType::I8 => ("int8_t", -128.0, 127.0),
+        DType::U8 => ("uint8_t", -255.0, 255.0),
+        DType::F32 => ("float", -f32::MAX as f64, f32::MAX as f64),
+        DType::F16 => ("c10::Half", -65504.0, 65504.0),
+        DType::BF16 => ("c10::BFloat16", -3.3895313892515355e38, 3.3895313892515355e38),
+        _ => return Ok(()),
+    };
+    let x = match v {
+        Scalar::Float(f) => f,
+        Scalar::Int(i) => i as f64,
+        Scalar::Bool(_) => return Ok(()),
+    };
+    // A float tensor takes NaN and the infinities; an integer one takes neither.
+    if dtype.is_float() && !x.is_finite() {
+        return Ok(());
+    }
+    if x.is_nan() || x < lo || x > hi {
+        return Err(runtime_err(format!("value cannot be converted to type {name} without overflow")));
+    }
+    Ok(())
 }
