@@ -136,3 +136,16 @@ def test_sdpa_causal_blocks_and_empty(L, S):
     for causal in (True, False):
         ref = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
         assert_same(F.scaled_dot_product_attention(to_cb(q), to_cb(k), to_cb(v), is_causal=causal), ref, atol=1e-5)
+
+
+@pytest.mark.parametrize("L,S", [(700, 1000), (1100, 300), (5, 70000)])
+def test_sdpa_long_rows_run_in_blocks(L, S):
+    """Without a causal mask, query rows run in blocks whose scores fit in cache (several blocks here,
+    a block of one row for the longest keys), with and without a mask crossing the block edges."""
+    g = torch.Generator().manual_seed(4)
+    q, k, v = torch.randn(1, 2, L, 8, generator=g), torch.randn(1, 2, S, 8, generator=g), torch.randn(1, 2, S, 4, generator=g)
+    m = torch.rand(L, S, generator=g) > 0.3
+    for kw in ({}, {"attn_mask": m}):
+        ref = torch.nn.functional.scaled_dot_product_attention(q, k, v, **kw)
+        ours = F.scaled_dot_product_attention(to_cb(q), to_cb(k), to_cb(v), **{n: to_cb(x) for n, x in kw.items()})
+        assert_same(ours, ref, atol=1e-5)

@@ -384,31 +384,6 @@ def _wrap_checks() -> None:
     copy_number.__doc__ = copy_.__doc__
     T.copy_ = _Checked(copy_number, copy_)
 
-    # The shape also by torch's keyword: `x.reshape(shape=(...))` (diffusers' SD3 unpatchify), `x.view(size=...)`.
-    # Wrapped only while the native method lacks the keyword (the wrapper costs ~1 µs a call).
-    def shape_keyword(name, keyword):
-        native = getattr(T, name)
-        try:
-            native(T([0.0]), **{keyword: (1,)})
-            return
-        except TypeError:
-            pass
-
-        def method(self, *shape, **kwargs):
-            if kwargs:
-                if shape or set(kwargs) != {keyword}:
-                    bad = next(iter(set(kwargs) - {keyword}), keyword)
-                    raise TypeError(f"{name}() got an unexpected keyword argument '{bad}'" if bad != keyword
-                                    else f"{name}() got multiple values for argument '{keyword}'")
-                shape = (kwargs[keyword],)
-            return native(self, *shape)
-
-        method.__name__ = method.__qualname__ = name
-        setattr(T, name, _Checked(method, native))
-
-    shape_keyword("reshape", "shape")
-    shape_keyword("view", "size")
-
 
 def _deepcopy(self, memo):
     if id(self) not in memo:

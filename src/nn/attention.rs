@@ -132,6 +132,8 @@ fn causal_mask(l: usize, s: usize, dev: &candle_core::Device) -> PyResult<Tensor
 
 /// Query rows per block in causal attention.
 const CAUSAL_BLOCK: usize = 32;
+/// Scores per block of query rows in non-causal attention (f32: 1 MiB, and as much again of probs).
+const NONCAUSAL_SCORES: usize = 1 << 18;
 
 /// How scores are masked: values (Bm, L, S) as bool (1 = attend) or additive, Bm = `batch`, head
 /// bi reading block bi / `group`.
@@ -150,8 +152,9 @@ fn heads(qv: &[f32], kv: &[f32], vv: &[f32], out: &mut [f32], shape: (usize, usi
     let Masking { values: mvals, boolean: mbool, batch: mb, group, causal } = *masking;
     let op = crate::nn::Ptr(out.as_mut_ptr());
     // Causal attention runs in blocks of query rows, each against only the keys it can see (about
-    // half the work of the full score matrix); otherwise one block of all rows.
-    let block = if causal { CAUSAL_BLOCK } else { l.max(1) };
+    // half the work of the full score matrix); otherwise in blocks of rows whose scores fit in about
+    // 1 MiB (a 4096-token image's whole score matrix is 64 MiB a head, far out of cache).
+    let block = if causal { CAUSAL_BLOCK } else { (NONCAUSAL_SCORES / s.max(1)).clamp(1, l.max(1)) };
     let work = |bi: usize| {
         let mut scores = crate::tensor::kernels::uninit_vec::<f32>(block.min(l) * s);
         let mut probs = crate::tensor::kernels::uninit_vec::<f32>(block.min(l) * s);

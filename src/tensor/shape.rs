@@ -3,7 +3,7 @@
 use candle_core::Tensor;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyList, PySequence, PyTuple};
+use pyo3::types::{PyDict, PyList, PySequence, PyTuple};
 
 use super::{cast, norm_dim, PyTensor};
 use crate::dtype::{DType, PyDType};
@@ -111,6 +111,24 @@ pub fn infer_shape(shape: &[i64], numel: usize) -> PyResult<Vec<usize>> {
 fn dims_arg(ob: &Bound<'_, PyAny>, rank: usize) -> PyResult<Vec<usize>> {
     let raw: Vec<i64> = if let Ok(i) = ob.extract::<i64>() { vec![i] } else { ob.extract()? };
     raw.into_iter().map(|d| norm_dim(d, rank)).collect()
+}
+
+/// The shape given positionally or by torch's keyword (`x.reshape(shape=...)`, `x.view(size=...)`).
+fn shape_keyword<'py>(shape: &Bound<'py, PyTuple>, kwargs: Option<&Bound<'py, PyDict>>, name: &str, keyword: &str) -> PyResult<Bound<'py, PyTuple>> {
+    let Some(kw) = kwargs.filter(|k| !k.is_empty()) else { return Ok(shape.clone()) };
+    for key in kw.keys() {
+        let key: String = key.extract()?;
+        if key != keyword {
+            return Err(type_err(format!("{name}() got an unexpected keyword argument '{key}'")));
+        }
+    }
+    if !shape.is_empty() {
+        return Err(type_err(format!("{name}() got multiple values for argument '{keyword}'")));
+    }
+    match kw.get_item(keyword)? {
+        Some(v) => PyTuple::new(shape.py(), [v]),
+        None => Ok(shape.clone()),
+    }
 }
 
 /// Splits sizes for `split`: an int chunk size or a list of sizes.
@@ -299,13 +317,15 @@ impl PyTensor {
         Ok(self.same(self.t.contiguous().py()?))
     }
 
-    #[pyo3(signature = (*shape))]
-    fn reshape(&self, shape: &Bound<'_, PyTuple>) -> PyResult<PyTensor> {
-        self.view_shape(&shape_args(shape)?)
+    #[pyo3(signature = (*shape, **kwargs))]
+    fn reshape(&self, shape: &Bound<'_, PyTuple>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<PyTensor> {
+        let shape = shape_keyword(shape, kwargs, "reshape", "shape")?;
+        self.view_shape(&shape_args(&shape)?)
     }
     /// view: like reshape, but refuses what torch cannot express as a view.
-    #[pyo3(signature = (*shape))]
-    fn view(&self, shape: &Bound<'_, PyTuple>) -> PyResult<PyTensor> {
+    #[pyo3(signature = (*shape, **kwargs))]
+    fn view(&self, shape: &Bound<'_, PyTuple>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<PyTensor> {
+        let shape = &shape_keyword(shape, kwargs, "view", "size")?;
         if shape.len() == 1 {
             if let Ok(d) = crate::dtype::extract_dtype(&shape.get_item(0)?) {
                 if d.itemsize() != self.dtype.itemsize() {
