@@ -11,12 +11,10 @@ temporary folder, warms up and times `model(x)` under no_grad on 224x224 images 
 import argparse
 import json
 import os
-import subprocess
-import sys
 import tempfile
 import time
 
-from harness import cpu_line
+from harness import cpu_line, run_swapped
 
 ROWS = ["resnet50", "mobilenet_v3_large", "efficientnet_b0", "vit_b_16", "convnext_tiny"]
 SIZE = 224
@@ -79,17 +77,9 @@ def save_models(folder, rows):
 
 
 def run_worker(row, folder, threads, batches, side, reps):
-    cmd = [sys.executable, *(["-m", "candle_bind", "run"] if side == "cb" else []), os.path.abspath(__file__),
-           "--worker", row, "--dir", folder, "--threads", str(threads), "--reps", str(reps),
-           *[a for b in batches for a in ("--batch", str(b))]]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        print(f"{row} [{side}] failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
-        return None
-    *rest, last = proc.stdout.strip().splitlines()
-    if rest:
-        print("\n".join(rest))
-    return json.loads(last)
+    args = ["--worker", row, "--dir", folder, "--threads", str(threads), "--reps", str(reps),
+            *[a for b in batches for a in ("--batch", str(b))]]
+    return run_swapped(__file__, side, args, row)
 
 
 def agree(want, got):

@@ -22,12 +22,10 @@ import argparse
 import importlib.util
 import json
 import os
-import subprocess
-import sys
 import tempfile
 import time
 
-from harness import cpu_line
+from harness import cpu_line, print_profile, run_swapped
 
 WORDS = ("the quick brown fox jumps over a lazy dog while seven small robots quietly compute "
          "embeddings for every sentence in this rather arbitrary benchmark corpus").split()
@@ -112,22 +110,6 @@ def worker(row, folder, threads, reps, profile):
                           threads=torch.get_num_threads())))
 
 
-def print_profile(name, fn, top=25):
-    import cProfile
-    import pstats
-
-    prof = cProfile.Profile()
-    prof.runcall(fn)
-    stats = pstats.Stats(prof)
-    print(f"\ncProfile of one {name} call: {stats.total_calls} calls, {stats.total_tt * 1e3:.1f} ms;"
-          f" top {top} by own time")
-    print(f"{'tottime ms':>10} {'cumtime ms':>10} {'ncalls':>8}  function")
-    for (file, line, fn_name), (_, nc, tt, ct, _) in sorted(stats.stats.items(), key=lambda kv: -kv[1][2])[:top]:
-        for marker in ("site-packages/", "python/"):
-            file = file.split(marker, 1)[-1]
-        print(f"{tt * 1e3:>10.1f} {ct * 1e3:>10.1f} {nc:>8}  {file}:{line}({fn_name})")
-
-
 # ----------------------------------------------------------------------------------------- driver
 def save_models(folder, rows):
     """Seeded random GPT-2 / Llama models, built and saved with real torch."""
@@ -144,16 +126,8 @@ def save_models(folder, rows):
 
 
 def run_worker(row, folder, threads, side, reps, profile=False):
-    cmd = [sys.executable, *(["-m", "candle_bind", "run"] if side == "cb" else []), os.path.abspath(__file__),
-           "--worker", row, "--dir", folder, "--threads", str(threads), "--reps", str(reps)]
-    proc = subprocess.run(cmd + (["--profile", row] if profile else []), capture_output=True, text=True)
-    if proc.returncode != 0:
-        print(f"{row} [{side}] failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
-        return None
-    *rest, last = proc.stdout.strip().splitlines()
-    if rest:
-        print("\n".join(rest))
-    return json.loads(last)
+    args = ["--worker", row, "--dir", folder, "--threads", str(threads), "--reps", str(reps)]
+    return run_swapped(__file__, side, args + (["--profile", row] if profile else []), row)
 
 
 def agree(t, c):

@@ -17,12 +17,10 @@ import argparse
 import dataclasses
 import json
 import os
-import subprocess
-import sys
 import tempfile
 import time
 
-from harness import cpu_line
+from harness import cpu_line, run_swapped
 
 DIMS = dict(n_mels=80, n_audio_ctx=1500, n_audio_state=384, n_audio_head=6, n_audio_layer=4, n_vocab=51865,
             n_text_ctx=448, n_text_state=384, n_text_head=6, n_text_layer=4)
@@ -99,13 +97,7 @@ def save_model(folder):
 
 
 def run_worker(path, threads, side, reps):
-    cmd = [sys.executable, *(["-m", "candle_bind", "run"] if side == "cb" else []), os.path.abspath(__file__),
-           "--worker", path, "--threads", str(threads), "--reps", str(reps)]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        print(f"[{side}] failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
-        return None
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return run_swapped(__file__, side, ["--worker", path, "--threads", str(threads), "--reps", str(reps)])
 
 
 def agree(name, t, c):

@@ -54,3 +54,40 @@ def row(name, t_fn, c_fn, number, width: int = 46):
     """Times torch's and candle_bind's version of one case and prints the ratio cb / torch."""
     t, c = best(t_fn, number), best(c_fn, number)
     print(f"{name:<{width}} {t * 1e6:>10.2f} {c * 1e6:>10.2f} {c / t:>7.2f}")
+
+
+def run_swapped(script, side, args, label=""):
+    """Runs `script` as a worker with `args`, on torch (side "torch": plain python) or on candle_bind
+    (side "cb": under `python -m candle_bind run`), each side in its own process. The worker prints one
+    JSON line last; lines before it are passed through. Returns the parsed JSON, or None (and says
+    why) when the worker failed."""
+    import json
+    import subprocess
+    import sys
+
+    cmd = [sys.executable, *(["-m", "candle_bind", "run"] if side == "cb" else []), os.path.abspath(script), *args]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        print(f"{label} [{side}] failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
+        return None
+    *rest, last = proc.stdout.strip().splitlines()
+    if rest:
+        print("\n".join(rest))
+    return json.loads(last)
+
+
+def print_profile(name, fn, top=25):
+    """cProfile of one call of `fn`: the `top` functions by own time."""
+    import cProfile
+    import pstats
+
+    prof = cProfile.Profile()
+    prof.runcall(fn)
+    stats = pstats.Stats(prof)
+    print(f"\ncProfile of one {name} call: {stats.total_calls} calls, {stats.total_tt * 1e3:.1f} ms;"
+          f" top {top} by own time")
+    print(f"{'tottime ms':>10} {'cumtime ms':>10} {'ncalls':>8}  function")
+    for (file, line, fn_name), (_, nc, tt, ct, _) in sorted(stats.stats.items(), key=lambda kv: -kv[1][2])[:top]:
+        for marker in ("site-packages/", "python/"):
+            file = file.split(marker, 1)[-1]
+        print(f"{tt * 1e3:>10.1f} {ct * 1e3:>10.1f} {nc:>8}  {file}:{line}({fn_name})")
