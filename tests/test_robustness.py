@@ -175,6 +175,10 @@ ACCEPTED = [
     "r = m.median(m.zeros(5, 2, 4, 0).transpose(-1, -2), 3)",
     "r = m.chunk(m.zeros(5, 1, 0, 2).transpose(-1, -2), 3, -2)",
     "r = F.pad(m.zeros(0, 4, dtype=m.bfloat16), (-2, 1))",
+    # found by conformance/opinfo.py
+    "r = m.logspace(1.5, 3.5, 5, dtype=m.int64)",
+    "r = m.linspace(4.3, -3, 50, dtype=m.int64)",
+    "r = m.arange(6.).reshape(2, 3).long(memory_format=m.contiguous_format)",
 ]
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import builtins as _builtins
 import contextlib as _contextlib
 import functools as _functools
+import math as _math
 import threading as _threading
 from typing import NamedTuple as _NamedTuple
 
@@ -394,12 +395,20 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False)
     if steps == 1:
         return full((1,), _builtins.float(start), dtype=dtype or get_default_dtype(), device=device)
     start, end = _builtins.float(start), _builtins.float(end)
+    if dtype is not None and not (dtype.is_floating_point or dtype.is_complex) and dtype != bool:
+        start, end = _int_end(start), _int_end(end)  # as torch's integral kernel
     step = (end - start) / (steps - 1)
     # In float64 natively (a size check before anything is allocated): the first half counts up from
     # `start`, the second down from `end`, as torch's kernel does.
     i = arange(steps, dtype=float64)
     out = where(i < steps // 2, i * step + start, (steps - 1 - i) * -step + end)
     return out.to(dtype or get_default_dtype(), device=device)
+
+
+def _int_end(v):
+    """An end of linspace/logspace for an integral dtype: truncated, as torch's kernel casts it."""
+    v = _builtins.float(v)
+    return _builtins.float(_builtins.int(v)) if _math.isfinite(v) else v
 
 
 def _check_space_args(name, start, end, steps, dtype):
@@ -414,6 +423,9 @@ def _check_space_args(name, start, end, steps, dtype):
 
 def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
     steps = _check_space_args("logspace", start, end, steps, dtype)
+    if dtype is not None and not (dtype.is_floating_point or dtype.is_complex) and dtype != bool:
+        # torch's integral kernel casts the ends to the dtype first (logspace(0, 1.2, 2) -> [1, 10])
+        start, end = _int_end(start), _int_end(end)
     # Computed on the host (C's pow, exact as torch's) and moved where it was asked for.
     lin = linspace(start, end, steps, dtype=float64, device="cpu")
     out = _C.full((), base, dtype=float64, device="cpu") ** lin if steps else lin

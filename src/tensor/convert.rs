@@ -317,34 +317,55 @@ impl PyTensor {
             Some(t) => Ok(Py::new(py, t)?.into_any()),
         }
     }
-    fn float(slf: PyRef<'_, Self>) -> PyResult<Py<PyAny>> {
+    // memory_format as torch's (values are the same whatever the layout)
+    #[pyo3(signature = (*, memory_format=None))]
+    fn float(slf: PyRef<'_, Self>, memory_format: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+        let _ = memory_format;
         Self::as_dtype(slf, DType::F32)
     }
-    fn double(slf: PyRef<'_, Self>) -> PyResult<Py<PyAny>> {
+    #[pyo3(signature = (*, memory_format=None))]
+    fn double(slf: PyRef<'_, Self>, memory_format: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+        let _ = memory_format;
         Self::as_dtype(slf, DType::F64)
     }
-    fn half(slf: PyRef<'_, Self>) -> PyResult<Py<PyAny>> {
+    #[pyo3(signature = (*, memory_format=None))]
+    fn half(slf: PyRef<'_, Self>, memory_format: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+        let _ = memory_format;
         Self::as_dtype(slf, DType::F16)
     }
-    fn bfloat16(slf: PyRef<'_, Self>) -> PyResult<Py<PyAny>> {
+    #[pyo3(signature = (*, memory_format=None))]
+    fn bfloat16(slf: PyRef<'_, Self>, memory_format: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+        let _ = memory_format;
         Self::as_dtype(slf, DType::BF16)
     }
-    fn long(slf: PyRef<'_, Self>) -> PyResult<Py<PyAny>> {
+    #[pyo3(signature = (*, memory_format=None))]
+    fn long(slf: PyRef<'_, Self>, memory_format: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+        let _ = memory_format;
         Self::as_dtype(slf, DType::I64)
     }
-    fn int(slf: PyRef<'_, Self>) -> PyResult<Py<PyAny>> {
+    #[pyo3(signature = (*, memory_format=None))]
+    fn int(slf: PyRef<'_, Self>, memory_format: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+        let _ = memory_format;
         Self::as_dtype(slf, DType::I32)
     }
-    fn byte(slf: PyRef<'_, Self>) -> PyResult<Py<PyAny>> {
+    #[pyo3(signature = (*, memory_format=None))]
+    fn byte(slf: PyRef<'_, Self>, memory_format: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+        let _ = memory_format;
         Self::as_dtype(slf, DType::U8)
     }
-    fn short(slf: PyRef<'_, Self>) -> PyResult<Py<PyAny>> {
+    #[pyo3(signature = (*, memory_format=None))]
+    fn short(slf: PyRef<'_, Self>, memory_format: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+        let _ = memory_format;
         Self::as_dtype(slf, DType::I16)
     }
-    fn char(slf: PyRef<'_, Self>) -> PyResult<Py<PyAny>> {
+    #[pyo3(signature = (*, memory_format=None))]
+    fn char(slf: PyRef<'_, Self>, memory_format: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+        let _ = memory_format;
         Self::as_dtype(slf, DType::I8)
     }
-    fn bool(slf: PyRef<'_, Self>) -> PyResult<Py<PyAny>> {
+    #[pyo3(signature = (*, memory_format=None))]
+    fn bool(slf: PyRef<'_, Self>, memory_format: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+        let _ = memory_format;
         Self::as_dtype(slf, DType::Bool)
     }
     fn type_as(slf: PyRef<'_, Self>, other: &PyTensor) -> PyResult<Py<PyAny>> {
