@@ -383,31 +383,7 @@ fn ps_roi_align_one<T: Real>(img: &[T], roi: &[T], g: &Geo, c_out: usize, scale:
 pub fn vision_roi_pool(
     py: Python<'_>, input: &PyTensor, rois: &PyTensor, spatial_scale: f64, pooled_height: i64, pooled_width: i64,
 ) -> PyResult<(PyTensor, PyTensor)> {
-    let (g, dims) = check("roi_pool", input, rois, pooled_height, pooled_width, None, "input and rois must have the same dtype")?;
-    if dims.contains(&0) {
-        return Ok((zeros(&dims, input, input.dtype)?, zeros(&dims, input, DType::I32)?));
-    }
-    fn run<T: Real>(py: Python<'_>, input: &PyTensor, rois: &PyTensor, g: Geo, dims: &[usize], scale: f64) -> PyResult<(PyTensor, PyTensor)> {
-        let (r, batch) = read_rois::<T>(rois, g.n)?;
-        reserve::<T>(dims)?;
-        let total: usize = dims.iter().product();
-        let (mut out, mut arg) = (vec![T::from_f64(0.0); total], vec![0i32; total]);
-        let scale = T::from_f64(scale);
-        with_host::<T, _>(&input.t, |x| {
-            super::maybe_detach(py, total * 4, || {
-                per_roi(g.k, &mut out, &mut arg, |n, o, a| {
-                    let plane = g.h * g.w;
-                    let img = &x[batch[n] * g.c * plane..(batch[n] + 1) * g.c * plane];
-                    pool_one(img, &r[n * 5..n * 5 + 5], &g, scale, false, o, a)
-                })
-            })
-        })?;
-        Ok((finish(out, dims, input, None)?, finish(arg, dims, input, Some(DType::I32))?))
-    }
-    match compute_dtype("roi_pool_forward_kernel", input.dtype, true)? {
-        candle_core::DType::F64 => run::<f64>(py, input, rois, g, &dims, spatial_scale),
-        _ => run::<f32>(py, input, rois, g, &dims, spatial_scale),
-    }
+    pools(py, false, input, rois, spatial_scale, pooled_height, pooled_width)
 }
 
 /// `ps_roi_pool(input, rois, spatial_scale, pooled_h, pooled_w)`: position-sensitive average over
@@ -416,30 +392,38 @@ pub fn vision_roi_pool(
 pub fn vision_ps_roi_pool(
     py: Python<'_>, input: &PyTensor, rois: &PyTensor, spatial_scale: f64, pooled_height: i64, pooled_width: i64,
 ) -> PyResult<(PyTensor, PyTensor)> {
-    let (g, dims) = check("ps_roi_pool", input, rois, pooled_height, pooled_width, Some(0), "input and rois must have the same dtype")?;
+    pools(py, true, input, rois, spatial_scale, pooled_height, pooled_width)
+}
+
+/// roi_pool (`ps` false) and ps_roi_pool (`ps` true): the output and its int32 companion.
+fn pools(
+    py: Python<'_>, ps: bool, input: &PyTensor, rois: &PyTensor, spatial_scale: f64, pooled_height: i64, pooled_width: i64,
+) -> PyResult<(PyTensor, PyTensor)> {
+    let (name, kernel) = if ps { ("ps_roi_pool", "ps_roi_pool_forward_kernel") } else { ("roi_pool", "roi_pool_forward_kernel") };
+    let (g, dims) = check(name, input, rois, pooled_height, pooled_width, ps.then_some(0), "input and rois must have the same dtype")?;
     if dims.contains(&0) {
         return Ok((zeros(&dims, input, input.dtype)?, zeros(&dims, input, DType::I32)?));
     }
-    fn run<T: Real>(py: Python<'_>, input: &PyTensor, rois: &PyTensor, g: Geo, dims: &[usize], scale: f64) -> PyResult<(PyTensor, PyTensor)> {
+    fn run<T: Real>(py: Python<'_>, ps: bool, input: &PyTensor, rois: &PyTensor, g: Geo, dims: &[usize], scale: f64) -> PyResult<(PyTensor, PyTensor)> {
         let (r, batch) = read_rois::<T>(rois, g.n)?;
         reserve::<T>(dims)?;
         let total: usize = dims.iter().product();
-        let (mut out, mut map) = (vec![T::from_f64(0.0); total], vec![0i32; total]);
+        let (mut out, mut side) = (vec![T::from_f64(0.0); total], vec![0i32; total]);
         let scale = T::from_f64(scale);
         with_host::<T, _>(&input.t, |x| {
             super::maybe_detach(py, total * 4, || {
-                per_roi(g.k, &mut out, &mut map, |n, o, m| {
+                per_roi(g.k, &mut out, &mut side, |n, o, a| {
                     let plane = g.h * g.w;
                     let img = &x[batch[n] * g.c * plane..(batch[n] + 1) * g.c * plane];
-                    pool_one(img, &r[n * 5..n * 5 + 5], &g, scale, true, o, m)
+                    pool_one(img, &r[n * 5..n * 5 + 5], &g, scale, ps, o, a)
                 })
             })
         })?;
-        Ok((finish(out, dims, input, None)?, finish(map, dims, input, Some(DType::I32))?))
+        Ok((finish(out, dims, input, None)?, finish(side, dims, input, Some(DType::I32))?))
     }
-    match compute_dtype("ps_roi_pool_forward_kernel", input.dtype, true)? {
-        candle_core::DType::F64 => run::<f64>(py, input, rois, g, &dims, spatial_scale),
-        _ => run::<f32>(py, input, rois, g, &dims, spatial_scale),
+    match compute_dtype(kernel, input.dtype, true)? {
+        candle_core::DType::F64 => run::<f64>(py, ps, input, rois, g, &dims, spatial_scale),
+        _ => run::<f32>(py, ps, input, rois, g, &dims, spatial_scale),
     }
 }
 
