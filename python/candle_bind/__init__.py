@@ -231,6 +231,33 @@ for _name, _target in _pointwise.ALIASES.items():
     globals()[_name] = getattr(Tensor, _target)
 _grouped_mm = _ops.grouped_mm
 del _name, _target
+
+# Op families in modules of their own. Each module lists FUNCTIONS (torch.<name>), METHODS (Tensor.<name>,
+# set only where the Rust Tensor has none) and INPLACE (Tensor.<name>_ from the method, torch's in-place rule).
+# Keep these modules light at import (numpy/scipy-style dependencies load inside the functions).
+_OP_FAMILIES = ()
+_FAMILY_FUNCTIONS = []
+
+
+def _install_families() -> None:
+    import importlib
+
+    from ._tensor import _make_inplace
+
+    for family in _OP_FAMILIES:
+        module = importlib.import_module(f"{__name__}.{family}")
+        for name in getattr(module, "FUNCTIONS", ()):
+            globals()[name] = getattr(module, name)
+            _FAMILY_FUNCTIONS.append(name)
+        for name in getattr(module, "METHODS", ()):
+            if not hasattr(Tensor, name):
+                setattr(Tensor, name, getattr(module, name))
+        for name in getattr(module, "INPLACE", ()):
+            if not hasattr(Tensor, name + "_"):
+                setattr(Tensor, name + "_", _make_inplace(name))
+
+
+_install_families()
 _tensor_pow = pow  # noqa: F821 - set from Tensor.pow above
 
 
@@ -628,7 +655,7 @@ __all__ = [
     "ones_like", "promote_types", "allclose", "isclose", "set_printoptions", "rand", "rand_like", "randint", "randn", "randn_like", "randperm",
     "result_type", "return_types", "seed", "set_grad_enabled", "set_num_threads", "stack", "tensor", "uint8",
     "vstack", "where", "zeros", "zeros_like", "get_num_interop_threads", "set_num_interop_threads",
-    *_METHOD_FUNCTIONS, *_ops.FUNCTIONS, *_pointwise.FUNCTIONS, *_pointwise.ALIASES,
+    *_METHOD_FUNCTIONS, *_ops.FUNCTIONS, *_pointwise.FUNCTIONS, *_pointwise.ALIASES, *_FAMILY_FUNCTIONS,
 ]
 
 
