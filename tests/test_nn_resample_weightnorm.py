@@ -97,3 +97,25 @@ def test_affine_grid_and_grid_sample(align_corners):
     t3 = torch.randn(1, 3, 4, generator=torch.Generator().manual_seed(0))
     assert_same(F.affine_grid(to_cb(t3), (1, 1, 2, 3, 4), align_corners=align_corners),
                 torch.nn.functional.affine_grid(t3, (1, 1, 2, 3, 4), align_corners=align_corners), atol=1e-6)
+
+
+@pytest.mark.parametrize("align_corners", [False, True])
+@pytest.mark.parametrize("mode", ["bilinear", "nearest", "bicubic"])
+def test_grid_sample_volume(mode, align_corners):
+    """5-D input: trilinear, nearest and torch's tricubic, points inside and outside the volume."""
+    x = make((2, 3, 3, 4, 5), seed=3)
+    g = torch.rand(2, 2, 3, 4, 3, generator=torch.Generator().manual_seed(4)) * 2.6 - 1.3
+    for pad in ["zeros", "border", "reflection"]:
+        ref = torch.nn.functional.grid_sample(x, g, mode=mode, padding_mode=pad, align_corners=align_corners)
+        ours = F.grid_sample(to_cb(x), to_cb(g), mode=mode, padding_mode=pad, align_corners=align_corners)
+        assert_same(ours, ref, atol=1e-5)
+
+
+def test_pad_circular_negative_and_embedding_bag_negative_padding_idx():
+    x = make((1, 3, 4, 5))
+    for pad in ([-1, 1, -2, 1], [1, -2, 0, 0], [-1, -1, 2, -1]):
+        assert_same(F.pad(to_cb(x), pad, mode="circular"), torch.nn.functional.pad(x, pad, mode="circular"))
+    w, idx, offsets = make((5, 4), seed=1), torch.tensor([0, 4, 2, 4, 1, 3]), torch.tensor([0, 3])
+    for mode in ("sum", "mean", "max"):
+        ref = torch.nn.functional.embedding_bag(idx, w, offsets, mode=mode, padding_idx=-1)
+        assert_same(F.embedding_bag(to_cb(idx), to_cb(w), to_cb(offsets), mode=mode, padding_idx=-1), ref, atol=1e-6)

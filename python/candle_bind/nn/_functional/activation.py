@@ -25,6 +25,8 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
         raise ValueError("min_val cannot be greater than max_val")
     if input.dtype == _C.bool:
         raise NotImplementedError("Bool inputs not supported for hardtanh")
+    if not input.is_floating_point():  # torch casts the bounds to the integer dtype (-1.5 -> -1)
+        min_val, max_val = int(min_val), int(max_val)
     return _maybe_inplace(input, input.clamp(min_val, max_val), inplace)
 
 
@@ -121,6 +123,9 @@ def hardshrink(input, lambd=0.5):
 
 
 def threshold(input, threshold, value, inplace=False):
+    if not input.is_floating_point() and input.dtype != _C.bool:  # the scalars in the integer dtype, as torch
+        out = _C.where(input <= int(threshold), _C.full_like(input, int(value)), input)
+        return _maybe_inplace(input, out, inplace)
     return _maybe_inplace(input, _C.threshold(input, threshold, value), inplace)
 
 
@@ -131,7 +136,7 @@ def prelu(input, weight):
     need_float(input, "prelu_cpu")
     if weight.numel() != 1 and (input.dim() < 1 or weight.numel() != (input.shape[1] if input.dim() >= 2 else input.shape[0])):
         raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found parameter numbers = {weight.numel()} and channel size = {input.shape[1] if input.dim() >= 2 else 1}.")
-    w = weight
+    w = weight.reshape(()) if weight.numel() == 1 else weight  # a 0-d input stays 0-d
     if weight.numel() != 1 and input.dim() >= 2:
         w = weight.reshape(-1, *([1] * (input.dim() - 2)))
     return _C.where(input > 0, input, input * w)

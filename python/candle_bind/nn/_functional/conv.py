@@ -39,8 +39,15 @@ def _conv(input, weight, bias, stride, padding, dilation, groups, n: int, name: 
             raise ValueError(f"Invalid padding string {padding!r}, should be one of ['valid', 'same']")
     padding = _ntuple(padding, n, "padding")
     weight, bias = _empty_input_params(x, weight, bias)
-    out = _C.conv(x, weight, bias, list(stride), list(padding), list(dilation), int(groups))
+    out = _exact_int64(_C.conv, x, weight, bias, list(stride), list(padding), list(dilation), int(groups))
     return out if batched else out.squeeze(0)
+
+
+def _exact_int64(conv, x, weight, bias, *args):
+    """torch convolves int64 tensors exactly: computed in float64 (exact while the sums stay below 2**53)."""
+    if x.dtype == _C.int64 and weight.dtype == _C.int64 and (bias is None or bias.dtype == _C.int64):
+        return conv(x.double(), weight.double(), None if bias is None else bias.double(), *args).long()
+    return conv(x, weight, bias, *args)
 
 
 def _empty_input_params(x, weight, bias):
@@ -78,7 +85,8 @@ def _conv_t(input, weight, bias, stride, padding, output_padding, groups, dilati
             if op >= s and op >= d:
                 raise RuntimeError("output padding must be smaller than either stride or dilation")
     weight, bias = _empty_input_params(x, weight, bias)
-    out = _C.conv_transpose(x, weight, bias, list(stride), list(padding), list(output_padding), list(dilation), int(groups))
+    out = _exact_int64(_C.conv_transpose, x, weight, bias, list(stride), list(padding), list(output_padding),
+                       list(dilation), int(groups))
     return out if batched else out.squeeze(0)
 
 

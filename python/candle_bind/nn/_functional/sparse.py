@@ -53,6 +53,8 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension {input.dim()}")
     if max_norm is not None:
         _embedding_renorm_(weight, input, max_norm, norm_type)
+    if padding_idx is not None and padding_idx < 0:  # counted from the end, as torch
+        padding_idx += weight.shape[0]
     outs = []
     for i, bag in enumerate(bags):
         if padding_idx is not None:
