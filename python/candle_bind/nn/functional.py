@@ -14,7 +14,7 @@ from typing import Optional, Sequence  # noqa: F401
 
 from .. import _C  # noqa: F401
 from .._C import Tensor  # noqa: F401
-from .._ops import grouped_mm  # noqa: F401 - torch.nn.functional.grouped_mm (mixture-of-experts layers)
+from .._blas_ops import grouped_mm  # noqa: F401 - torch.nn.functional.grouped_mm (mixture-of-experts layers)
 from .._tensor import dtype_cpp, dtype_title, need_float, not_implemented  # noqa: F401
 
 from ._functional.activation import (
@@ -22,14 +22,19 @@ from ._functional.activation import (
     prelu, relu, relu6, rrelu, selu, sigmoid, silu, snake, softmax, softmin, softplus, softshrink, softsign, tanh,
     tanhshrink, threshold,
 )
-from ._functional.attention import scaled_dot_product_attention
+from ._functional.attention import multi_head_attention_forward, scaled_dot_product_attention
 from ._functional.conv import conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d, fold, unfold
-from ._functional.distance import cosine_similarity, pairwise_distance
+from ._functional.distance import cosine_similarity, pairwise_distance, pdist
 from ._functional.dropout import alpha_dropout, dropout, dropout1d, dropout2d, dropout3d, feature_alpha_dropout
 from ._functional.linear import bilinear, linear
 from ._functional.loss import (
     binary_cross_entropy, binary_cross_entropy_with_logits, cross_entropy, huber_loss, kl_div, l1_loss, mse_loss,
     nll_loss, smooth_l1_loss,
+)
+from ._functional.loss import (
+    cosine_embedding_loss, ctc_loss, gaussian_nll_loss, hinge_embedding_loss, linear_cross_entropy,
+    margin_ranking_loss, multi_margin_loss, multilabel_margin_loss, multilabel_soft_margin_loss, poisson_nll_loss,
+    soft_margin_loss, triplet_margin_loss, triplet_margin_with_distance_loss,
 )
 from ._functional.normalization import (
     batch_norm, group_norm, instance_norm, layer_norm, local_response_norm, normalize, rms_norm,
@@ -39,10 +44,15 @@ from ._functional.pooling import (
     adaptive_max_pool3d, avg_pool1d, avg_pool2d, avg_pool3d, lp_pool1d, lp_pool2d, max_pool1d,
     max_pool1d_with_indices, max_pool2d, max_pool2d_with_indices, max_pool3d, max_pool3d_with_indices,
 )
+from ._functional.pooling import (
+    fractional_max_pool2d, fractional_max_pool2d_with_indices, fractional_max_pool3d,
+    fractional_max_pool3d_with_indices, max_unpool1d, max_unpool2d, max_unpool3d,
+)
 from ._functional.sparse import embedding, embedding_bag, one_hot
 from ._functional.vision import (
     affine_grid, channel_shuffle, grid_sample, interpolate, pad, pixel_shuffle, pixel_unshuffle, upsample,
 )
+from ._functional.vision import upsample_bilinear, upsample_nearest
 
 # Private helpers stay reachable here: layers call F._ntuple / F._legacy_reduction, and code written
 # against the single-file module may import the others from it.
@@ -73,6 +83,11 @@ __all__ = [
     "binary_cross_entropy_with_logits", "cross_entropy", "huber_loss", "kl_div", "l1_loss", "mse_loss", "nll_loss",
     "smooth_l1_loss", "batch_norm", "group_norm", "instance_norm", "layer_norm", "local_response_norm", "rms_norm",
     "scaled_dot_product_attention", "interpolate", "upsample", "affine_grid", "grid_sample",
+    "cosine_embedding_loss", "ctc_loss", "fractional_max_pool2d", "fractional_max_pool3d", "gaussian_nll_loss",
+    "hinge_embedding_loss", "linear_cross_entropy", "margin_ranking_loss", "max_unpool1d", "max_unpool2d",
+    "max_unpool3d", "multi_head_attention_forward", "multi_margin_loss", "multilabel_margin_loss",
+    "multilabel_soft_margin_loss", "pdist", "poisson_nll_loss", "soft_margin_loss", "triplet_margin_loss",
+    "triplet_margin_with_distance_loss", "upsample_bilinear", "upsample_nearest",
 ]
 
 

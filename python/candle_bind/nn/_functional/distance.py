@@ -23,3 +23,18 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
 
 def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     return (x1 - x2 + eps).norm(p=p, dim=-1, keepdim=keepdim)
+
+
+def pdist(input, p=2):
+    """The p-norm distance between each pair of rows of a 2-D input, upper triangle in row-major order."""
+    if input.dim() != 2:
+        raise RuntimeError(f"pdist only supports 2D tensors, got: {input.dim()}D")
+    if not input.dtype.is_floating_point:
+        raise RuntimeError("pdist only supports floating-point dtypes")
+    if p < 0:
+        raise RuntimeError("pdist only supports non-negative p values")
+    from ... import triu_indices
+
+    n = input.shape[0]
+    i, j = triu_indices(n, n, 1)
+    return (input.index_select(0, i) - input.index_select(0, j)).norm(p=p, dim=1)

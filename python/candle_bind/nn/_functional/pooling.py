@@ -5,6 +5,7 @@ from __future__ import annotations
 import builtins
 
 from ... import _C
+from ..._opmath import rounding_dtype
 from ..._tensor import dtype_title, not_implemented
 # Functionals call each other as F.x, looked up at call time as the one-file module's globals were:
 # a monkeypatched nn.functional.x reaches these callers too.
@@ -58,6 +59,9 @@ def _pool(input, kind, n, kernel_size, stride, padding, dilation, ceil_mode, cou
         raise RuntimeError(f"Given input size: ({'x'.join(map(str, ins))}). Calculated output size: "
                            f"({'x'.join(map(str, os_))}). Output size is too small")
     wins = [_pool_windows(spatial[i], k[i], s[i], p[i], d[i], ceil_mode) for i in range(n)]
+    if kind == "avg" and input.dtype == _C.int64:  # torch's integer mean: exact sum, quotient truncated
+        out = _C.pool(input.double(), kind, wins, list(d), count_include_pad, divisor_override, indices)
+        return (out[0].trunc().long(), *out[1:])
     return _C.pool(input, kind, wins, list(d), count_include_pad, divisor_override, indices)
 
 
@@ -143,7 +147,36 @@ def _adaptive(input, kind, n, output_size, name):
             end = -(-((i + 1) * L) // o)
             ws.append((start, end - start, end - start))
         wins.append(ws)
+    # half inputs (also those an opmath caller, interpolate's area mode, has put in float32) as torch's kernel
+    half = input.dtype if input.dtype in (_C.float16, _C.bfloat16) else rounding_dtype()
+    if kind == "avg" and n == 3 and half is not None:
+        return _adaptive_avg3d_half(input.to(half), wins).to(input.dtype), None
     return _C.pool(input, kind, wins, [1] * n, False, None)
+
+
+def _adaptive_avg3d_half(input, wins):
+    """torch's half adaptive_avg_pool3d kernel: the window summed in the input's dtype element by element
+    (d, h, w order), then divided by kd, kh and kw in turn, each step rounded."""
+    import itertools
+
+    taps = []  # per dim: (index tensor per window offset, mask per offset, window sizes)
+    for ws in wins:
+        kmax = builtins.max(k for _, k, _ in ws)
+        idx = [_C.tensor([builtins.min(s + j, s + k - 1) for s, k, _ in ws], device=input.device) for j in range(kmax)]
+        mask = [_C.tensor([j < k for _, k, _ in ws], device=input.device) for j in range(kmax)]
+        taps.append((idx, mask, _C.tensor([float(k) for _, k, _ in ws], dtype=input.dtype, device=input.device)))
+    nd = input.dim()
+    shapes = [[-1 if a == i else 1 for a in range(3)] for i in range(3)]
+    total = None
+    for a, b, c in itertools.product(*(range(len(t[0])) for t in taps)):
+        v = input.index_select(nd - 3, taps[0][0][a]).index_select(nd - 2, taps[1][0][b])
+        v = v.index_select(nd - 1, taps[2][0][c])
+        m = taps[0][1][a].reshape(*shapes[0]) & taps[1][1][b].reshape(*shapes[1]) & taps[2][1][c].reshape(*shapes[2])
+        v = v.masked_fill(~m, 0.0)
+        total = v if total is None else total + v
+    for i in range(3):
+        total = total / taps[i][2].reshape(*shapes[i])
+    return total
 
 
 def _ntuple_none(x, n):
@@ -190,3 +223,186 @@ def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
 def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
     out = F.avg_pool1d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
     return (out.sign() * F.relu(out.abs())).mul(kernel_size).pow(1.0 / norm_type)
+
+
+# ------------------------------------------------------------------------------------------ max unpooling
+
+
+def _unpool_output_size(input, kernel_size, stride, padding, output_size):
+    n = len(kernel_size)
+    default = [(input.shape[-n + d] - 1) * stride[d] + kernel_size[d] - 2 * padding[d] for d in range(n)]
+    if output_size is None:
+        ret = default
+    else:
+        output_size = list(output_size)
+        if len(output_size) == n + 2:
+            output_size = output_size[2:]
+        if len(output_size) != n:
+            raise ValueError(f"output_size should be a sequence containing {n} or {n + 2} elements, but it has a "
+                             f"length of '{len(output_size)}'")
+        for d in range(n):
+            lo, hi = default[d] - stride[d], default[d] + stride[d]
+            if not lo < output_size[d] < hi:
+                raise ValueError(f'invalid output_size "{output_size}" (dim {d} must be between {lo} and {hi})')
+        ret = output_size
+    for d in range(n):
+        if ret[d] < 0:
+            raise ValueError(f"max_unpooling: output_size must contain non-negative spatial dimensions, but got "
+                             f"output_size[{d}]={ret[d]}")
+    return list(ret)
+
+
+def _max_unpool(input, indices, n, kernel_size, stride, padding, output_size):
+    k = _ntuple(kernel_size, n, "kernel_size")
+    s = _ntuple(stride, n, "stride") if stride is not None else k
+    p = _ntuple(padding, n, "padding")
+    size = _unpool_output_size(input, k, s, p, output_size)
+    name = f"max_unpooling{builtins.max(n, 2)}d"
+    if indices.dtype != _C.int64:
+        raise RuntimeError(f"elements in indices should be type int64 but got: {dtype_title(indices.dtype)}")
+    nd = builtins.max(n, 2)  # 1-d unpooling is torch's 2-d kernel over a trailing unit dim
+    if input.dim() + nd - n not in (nd + 1, nd + 2):
+        raise RuntimeError(f"Input to {name} should be a {nd + 1}d or {nd + 2}d Tensor, but got a tensor with "
+                           f"{input.dim() + nd - n} dimensions.")
+    if tuple(input.shape) != tuple(indices.shape):
+        raise RuntimeError(f"Expected shape of indices to be same as that of the input tensor ({list(input.shape)}) "
+                           f"but got indices tensor with shape: {list(indices.shape)}")
+    if n == 3 and builtins.any(v <= 0 for v in s):
+        raise RuntimeError(f"strides should be greater than zero, but got stride: {list(s)}")
+    if n == 3 and builtins.any(v < 0 for v in p):
+        raise RuntimeError(f"padding should be non-negative, but got padding: {list(p)}")
+    for i in range(1, input.dim()):
+        if input.shape[i] <= 0:
+            raise RuntimeError(f"{name}_forward_out_cpu(): Expected input to have non-zero size for non-batch "
+                               f"dimensions, but got {list(input.shape)} with dimension {i} being empty.")
+    lead = tuple(input.shape[:-n])
+    planes = 1
+    for v in lead:
+        planes *= v
+    total = 1
+    for v in size:
+        total *= v
+    idx = indices.reshape(planes, -1)
+    if idx.numel() and ((idx < 0).any().item() or (idx >= total).any().item()):
+        bad = idx[(idx < 0) | (idx >= total)][0].item()
+        raise RuntimeError(f"Found an invalid max index: {bad} (output volumes are of size "
+                           f"{'x'.join(map(str, size))}")
+    out = _C.zeros(planes, total, dtype=input.dtype)
+    if idx.numel():
+        out = out.scatter(1, idx, input.reshape(planes, -1))
+    return out.reshape(*lead, *size)
+
+
+def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    return _max_unpool(input, indices, 1, kernel_size, stride, padding, output_size)
+
+
+def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    return _max_unpool(input, indices, 2, kernel_size, stride, padding, output_size)
+
+
+def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    return _max_unpool(input, indices, 3, kernel_size, stride, padding, output_size)
+
+
+# --------------------------------------------------------------------------------- fractional max pooling
+
+
+def _fractional_starts(samples, in_size, out_size, k):
+    """torch's generate_intervals for all planes at once: (P,) samples -> (P, out_size) window starts,
+    computed in the samples' dtype as torch's kernel does."""
+    P = samples.shape[0]
+    starts = _C.zeros(P, out_size, dtype=_C.int64)
+    if out_size > 1:
+        alpha = _C.tensor(float(in_size - k), dtype=samples.dtype) / _C.tensor(float(out_size - 1), dtype=samples.dtype)
+        i = _C.arange(out_size).to(samples.dtype).reshape(1, out_size)
+        u = samples.reshape(P, 1)
+        starts = ((i + u) * alpha).to(_C.int64) - (u * alpha).to(_C.int64)
+    if out_size > 0:
+        starts[:, out_size - 1] = in_size - k
+    return starts
+
+
+def _fractional_max_pool(input, n, kernel_size, output_size, output_ratio, return_indices, _random_samples):
+    name = f"fractional_max_pool{n}d"
+    if output_size is None and output_ratio is None:
+        raise ValueError(f"{name} requires specifying either an output_size or an output_ratio")
+    if output_size is None:
+        if len(output_ratio) > n:  # torch takes len() of it too: a bare float is a TypeError
+            raise ValueError(f"{name} requires output_ratio to either be a single Int or tuple of Ints.")
+        ratio = tuple(output_ratio) * (n if len(output_ratio) == 1 else 1)
+        output_size = [int(input.shape[-n + d] * ratio[d]) for d in range(n)]
+    k = _ntuple(kernel_size, n, "kernel_size", name)
+    o = _ntuple(output_size, n, "output_size", name)
+    if input.dim() not in (n + 1, n + 2):
+        raise RuntimeError(f"{name}(): Expected {n + 1}D or {n + 2}D tensor, but got: {list(input.shape)}")
+    for i in range(1, input.dim()):
+        if input.shape[i] <= 0:
+            raise RuntimeError(f"{name}(): Expected input to have non-zero size for non-batch dimensions, but got"
+                               f"{list(input.shape)} with dimension {i} being empty.")
+    spatial = tuple(input.shape[-n:])
+    labels = ("time", "height", "width")[3 - n:]
+    for d in range(n):
+        if o[d] + k[d] - 1 > spatial[d]:
+            raise RuntimeError(f"{name}(): pool {labels[d]} {k[d]} too large relative to input {labels[d]} {spatial[d]}")
+    batch = 1 if input.dim() == n + 1 else input.shape[0]
+    chans = input.shape[-n - 1]
+    if _random_samples is None:
+        _random_samples = _C.rand(batch, chans, n, dtype=input.dtype)
+    if _random_samples.dtype != input.dtype:
+        raise RuntimeError("Expect _random_samples to have the same dtype as input")
+    if _random_samples.dim() != 3:
+        raise RuntimeError(f"Expect _random_samples to be 3D tensor, got: {_random_samples.dim()}D")
+    if _random_samples.shape[0] < batch:
+        raise RuntimeError("Expect _random_samples.size(0) no less than input batch size.")
+    if _random_samples.shape[1] != chans:
+        raise RuntimeError("Expect _random_samples.size(1) equals to input channel size.")
+    if _random_samples.shape[2] != n:
+        raise RuntimeError(f"Expect _random_samples.size(2) equals to {n}; got: {_random_samples.shape[2]}.")
+    P = batch * chans
+    if P == 0:  # an empty batch: nothing to pool
+        out = _C.zeros(*input.shape[:-n], *o, dtype=input.dtype)
+        return (out, _C.zeros(*input.shape[:-n], *o, dtype=_C.int64)) if return_indices else out
+    samples = _random_samples[:batch].reshape(P, n)
+    # torch's sample order: (w, h) in 2-d, (t, h, w) in 3-d.
+    order = (1, 0) if n == 2 else (0, 1, 2)
+    strides = [1] * n
+    for d in range(n - 2, -1, -1):
+        strides[d] = strides[d + 1] * spatial[d + 1]
+    flat = None
+    for d in range(n):
+        starts = _fractional_starts(samples[:, order[d]], spatial[d], o[d], k[d])
+        win = (starts.unsqueeze(-1) + _C.arange(k[d]).reshape(1, 1, k[d])) * strides[d]  # (P, o_d, k_d)
+        shape = [P] + [1] * (2 * n)
+        shape[1 + d], shape[1 + n + d] = o[d], k[d]
+        win = win.reshape(*shape)
+        flat = win if flat is None else flat + win
+    n_out, n_win = 1, 1
+    for d in range(n):
+        n_out, n_win = n_out * o[d], n_win * k[d]
+    flat = flat.expand(P, *o, *k).reshape(P, n_out * n_win)
+    vals = input.reshape(P, -1).gather(1, flat).reshape(P, n_out, n_win)
+    best = vals.argmax(-1, keepdim=True)
+    out = vals.gather(2, best).reshape(*input.shape[:-n], *o)
+    idx = flat.reshape(P, n_out, n_win).gather(2, best).reshape(*input.shape[:-n], *o)
+    return (out, idx) if return_indices else out
+
+
+def fractional_max_pool2d(input, kernel_size, output_size=None, output_ratio=None, return_indices=False,
+                          _random_samples=None):
+    return _fractional_max_pool(input, 2, kernel_size, output_size, output_ratio, return_indices, _random_samples)
+
+
+def fractional_max_pool3d(input, kernel_size, output_size=None, output_ratio=None, return_indices=False,
+                          _random_samples=None):
+    return _fractional_max_pool(input, 3, kernel_size, output_size, output_ratio, return_indices, _random_samples)
+
+
+def fractional_max_pool2d_with_indices(input, kernel_size, output_size=None, output_ratio=None, return_indices=False,
+                                       _random_samples=None):
+    return _fractional_max_pool(input, 2, kernel_size, output_size, output_ratio, True, _random_samples)
+
+
+def fractional_max_pool3d_with_indices(input, kernel_size, output_size=None, output_ratio=None, return_indices=False,
+                                       _random_samples=None):
+    return _fractional_max_pool(input, 3, kernel_size, output_size, output_ratio, True, _random_samples)

@@ -148,3 +148,64 @@ class LPPool1d(Module):
 class LPPool2d(LPPool1d):
     def forward(self, input):
         return F.lp_pool2d(input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode)
+
+
+class _MaxUnpoolNd(Module):
+    _n = 2
+
+    def __init__(self, kernel_size, stride=None, padding=0):
+        super().__init__()
+        self.kernel_size, self.stride, self.padding = kernel_size, stride if stride is not None else kernel_size, padding
+
+    def forward(self, input, indices, output_size=None):
+        return getattr(F, f"max_unpool{self._n}d")(input, indices, self.kernel_size, self.stride, self.padding,
+                                                   output_size)
+
+    def extra_repr(self):
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxUnpool1d(_MaxUnpoolNd):
+    _n = 1
+
+
+class MaxUnpool2d(_MaxUnpoolNd):
+    _n = 2
+
+
+class MaxUnpool3d(_MaxUnpoolNd):
+    _n = 3
+
+
+class _FractionalMaxPoolNd(Module):
+    _n = 2
+
+    def __init__(self, kernel_size, output_size=None, output_ratio=None, return_indices=False, _random_samples=None):
+        super().__init__()
+        self.kernel_size, self.output_size, self.output_ratio = kernel_size, output_size, output_ratio
+        self.return_indices = return_indices
+        self.register_buffer("_random_samples", _random_samples)
+        if output_size is None and output_ratio is None:
+            raise ValueError(f"FractionalMaxPool{self._n}d requires specifying either an output size, or a pooling ratio")
+        if output_size is not None and output_ratio is not None:
+            raise ValueError("only one of output_size and output_ratio may be specified")
+        if output_ratio is not None:
+            ratios = output_ratio if isinstance(output_ratio, (list, tuple)) else (output_ratio,) * self._n
+            if not all(0 < r < 1 for r in ratios):
+                raise ValueError(f"output_ratio must be between 0 and 1 (got {output_ratio})")
+            self.output_ratio = tuple(ratios)
+
+    def forward(self, input):
+        return getattr(F, f"fractional_max_pool{self._n}d")(input, self.kernel_size, self.output_size, self.output_ratio,
+                                                            self.return_indices, _random_samples=self._random_samples)
+
+
+class FractionalMaxPool2d(_FractionalMaxPoolNd):
+    _n = 2
+
+
+class FractionalMaxPool3d(_FractionalMaxPoolNd):
+    _n = 3
+
+
+__all__ += ["FractionalMaxPool2d", "FractionalMaxPool3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d"]
