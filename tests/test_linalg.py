@@ -315,3 +315,169 @@ def test_out_arguments_are_written_and_returned():
     result = cb.linalg.svd(a, out=(u, s, vh))
     assert type(result).__name__ == "linalg_svd" and result.S is s
     np.testing.assert_allclose(to_np(s), np.linalg.svd(to_np(a), compute_uv=False))
+
+
+# ---- the factorizations with pivots / info codes, Householder products, matrix functions ----
+
+
+@pytest.mark.parametrize("dtype", F)
+@pytest.mark.parametrize("shape", [(4, 4), (5, 3), (3, 5), (2, 3, 4, 4), (0, 3), (2, 0, 0)])
+def test_lu_family(dtype, shape):
+    a = make(shape, dtype)
+    run(lambda L, a: tuple(L.linalg.lu_factor(a)), a, dtype=dtype)
+    run(lambda L, a: tuple(L.linalg.lu_factor_ex(a)), a, dtype=dtype)
+    run(lambda L, a: tuple(L.linalg.lu(a)), a, dtype=dtype)
+    run(lambda L, a: tuple(L.lu_unpack(*L.linalg.lu_factor(a))), a, dtype=dtype)
+    run(lambda L, a: tuple(L.lu(a, get_infos=True)), a, dtype=dtype)
+    run(lambda L, a: tuple(a.lu()), a, dtype=dtype)
+
+
+def test_lu_factor_of_a_large_matrix_uses_the_blocked_path():
+    a = make((2, 100, 90), "float64")  # past the 32-column panel: recursive halves
+    run(lambda L, a: tuple(L.linalg.lu_factor(a)), a, dtype="float64")
+
+
+@pytest.mark.parametrize("dtype", F)
+@pytest.mark.parametrize("left", [True, False])
+@pytest.mark.parametrize("adjoint", [True, False])
+def test_lu_solve(dtype, left, adjoint):
+    a, b = well((2, 4, 4), dtype), make((2, 4, 3) if left else (2, 3, 4), dtype, seed=1)
+    run(lambda L, a, b: L.linalg.lu_solve(*L.linalg.lu_factor(a), b, left=left, adjoint=adjoint), a, b, dtype=dtype)
+    if left and not adjoint:
+        run(lambda L, a, b: (L.lu_solve(b, *L.linalg.lu_factor(a)), b.lu_solve(*L.linalg.lu_factor(a))), a, b,
+            dtype=dtype)
+
+
+@pytest.mark.parametrize("dtype", F)
+def test_singular_lu(dtype):
+    a = torch.tensor([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [1.0, 0.0, 1.0]], dtype=getattr(torch, dtype))
+    run(lambda L, a: tuple(L.linalg.lu_factor_ex(a)), a, dtype=dtype)
+    with pytest.raises(RuntimeError, match=r"U\[3,3\] is zero"):
+        cb.linalg.lu_factor(to_cb(a))
+    with pytest.raises(RuntimeError, match="without pivoting"):
+        cb.linalg.lu_factor(to_cb(a), pivot=False)
+
+
+@pytest.mark.parametrize("dtype", F)
+@pytest.mark.parametrize("n", [1, 4, 7])
+def test_ldl(dtype, n):
+    a = make((2, n, n), dtype)
+    a = a + a.mT  # symmetric indefinite: 1x1 and 2x2 pivots
+    b = make((2, n, 2), dtype, seed=1)
+    run(lambda L, a: tuple(L.linalg.ldl_factor(a)), a, dtype=dtype)
+    run(lambda L, a: tuple(L.linalg.ldl_factor_ex(a)), a, dtype=dtype)
+    run(lambda L, a, b: L.linalg.ldl_solve(*L.linalg.ldl_factor(a), b), a, b, dtype=dtype)
+
+
+@pytest.mark.parametrize("dtype", F)
+def test_cholesky_ex_solve_inverse(dtype):
+    a, b = spd((2, 4, 4), dtype), make((2, 4, 3), dtype, seed=1)
+    run(lambda L, a: tuple(L.linalg.cholesky_ex(a)), a, dtype=dtype)
+    run(lambda L, a: tuple(L.linalg.cholesky_ex(a, upper=True)), a, dtype=dtype)
+    run(lambda L, a: tuple(L.linalg.cholesky_ex(-a)), a, dtype=dtype)  # info 1, torch's partial factor
+    for upper in (False, True):
+        run(lambda L, a, b: L.cholesky_solve(b, L.linalg.cholesky(a, upper=upper), upper=upper), a, b, dtype=dtype)
+        run(lambda L, a: L.cholesky_inverse(L.linalg.cholesky(a, upper=upper), upper=upper), a, dtype=dtype)
+    run(lambda L, a, b: b.cholesky_solve(L.linalg.cholesky(a)), a, b, dtype=dtype)
+
+
+@pytest.mark.parametrize("dtype", F)
+@pytest.mark.parametrize("shape", [(5, 3), (4, 4), (2, 6, 2)])
+def test_householder(dtype, shape):
+    a = make(shape, dtype)
+    c = make(shape[:-1] + (3,), dtype, seed=1)
+    run(lambda L, a: tuple(L.geqrf(a)), a, dtype=dtype)
+    run(lambda L, a: L.linalg.householder_product(*L.geqrf(a)), a, dtype=dtype)
+    run(lambda L, a: L.orgqr(*L.geqrf(a)), a, dtype=dtype)
+    for transpose in (False, True):
+        run(lambda L, a, c: L.ormqr(*L.geqrf(a), c, transpose=transpose), a, c, dtype=dtype)
+        run(lambda L, a, c: L.ormqr(*L.geqrf(a), c.mT, left=False, transpose=transpose), a, c, dtype=dtype)
+
+
+@pytest.mark.parametrize("dtype", F)
+def test_ex_variants_and_triangular_solve(dtype):
+    a, b = well((2, 4, 4), dtype), make((2, 4, 3), dtype, seed=1)
+    run(lambda L, a: tuple(L.linalg.inv_ex(a)), a, dtype=dtype)
+    run(lambda L, a, b: tuple(L.linalg.solve_ex(a, b)), a, b, dtype=dtype)
+    run(lambda L, a, b: tuple(L.linalg.solve_ex(a, b[..., 0])), a, b, dtype=dtype)
+    for upper, transpose, unit in ((True, False, False), (False, True, False), (True, True, True)):
+        run(lambda L, a, b: tuple(L.triangular_solve(b, a, upper, transpose, unit)), a, b, dtype=dtype)
+    run(lambda L, a, b: tuple(b.triangular_solve(a)), a, b, dtype=dtype)
+
+
+@pytest.mark.parametrize("dtype", F)
+def test_eig_eigvals(dtype):
+    a = make((2, 4, 4), dtype)
+    w, v = cb.linalg.eig(to_cb(a))
+    rw, rv = torch.linalg.eig(a)
+    assert str(w.dtype) == str(rw.dtype) and str(v.dtype) == str(rv.dtype)
+    assert tuple(w.shape) == tuple(rw.shape) and tuple(v.shape) == tuple(rv.shape)
+    wn, vn = w.numpy(), v.numpy()
+    np.testing.assert_allclose(a.numpy().astype(vn.dtype) @ vn, vn * wn[..., None, :], atol=1e-4)
+    # the same eigenvalues (the order of LAPACK's geev on both sides)
+    np.testing.assert_allclose(wn, rw.numpy(), atol=1e-4)
+    np.testing.assert_allclose(cb.linalg.eigvals(to_cb(a)).numpy(), rw.numpy(), atol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", F)
+def test_matrix_functions(dtype):
+    a = make((2, 4, 4), dtype)
+    run(lambda L, a: (L.linalg.matrix_exp(a), L.matrix_exp(a * 3), a.matrix_exp()), a * 0.5, dtype=dtype)
+    run(lambda L, a: L.linalg.matrix_exp(a), torch.zeros(3, 0, 0, dtype=getattr(torch, dtype)), dtype=dtype)
+    run(lambda L, a: L.linalg.matrix_sqrth(a), spd((2, 4, 4), dtype), dtype=dtype)
+    run(lambda L, a: tuple(L.linalg.polar(a)), make((2, 5, 3), dtype), dtype=dtype)
+    run(lambda L, a: [L.linalg.cond(a, p) for p in (None, 2, -2, "fro", "nuc", 1, -1, math.inf, -math.inf)],
+        well((2, 4, 4), dtype), dtype=dtype)
+    run(lambda L, a: (L.linalg.cond(a), L.linalg.cond(a, 1)), torch.zeros(2, 2, dtype=getattr(torch, dtype)),
+        dtype=dtype)
+
+
+@pytest.mark.parametrize("dtype", F)
+def test_tensor_helpers(dtype):
+    a = make((2, 3, 6), dtype) + torch.eye(6, dtype=getattr(torch, dtype))[:2 * 3].reshape(2, 3, 6) * 4
+    run(lambda L, a: L.linalg.tensorinv(a, ind=2), a, dtype=dtype)
+    b = make((2, 3), dtype, seed=1)
+    run(lambda L, a, b: L.linalg.tensorsolve(a.reshape(2, 3, 2, 3), b), a, b, dtype=dtype)
+    run(lambda L, a, b: L.linalg.tensorsolve(a.reshape(2, 3, 2, 3).permute(2, 3, 0, 1), b, dims=(0, 1)), a, b,
+        dtype=dtype)
+    x = make((2, 4), dtype)
+    run(lambda L, x: (L.linalg.vander(x), L.linalg.vander(x, N=6), L.linalg.vander(x[0, 0], N=3)), x, dtype=dtype)
+    run(lambda L, x: (L.linalg.diagonal(x), L.linalg.diagonal(x, offset=1), L.linalg.matmul(x, x.mT)), x,
+        dtype=dtype)
+
+
+def test_norm_nuclear_and_empty_matrix_norms():
+    a = make((2, 3, 4), "float64")
+    run(lambda L, a: (L.norm(a[0], p="nuc"), a.norm(p="nuc", dim=(1, 2)), a.norm(p="nuc", dim=(0, 2), keepdim=True)), a,
+        dtype="float64")
+    for shape in [(0, 0), (5, 0), (0, 5)]:
+        run(lambda L, a: [L.linalg.matrix_norm(a, o) for o in ("fro", "nuc", 1, math.inf, 2)],
+            torch.zeros(shape, dtype=torch.float64), dtype="float64")
+
+
+NEW_ERRORS = {
+    "vander N": lambda L: L.linalg.vander(L.ones(3), N=1),
+    "polar wide": lambda L: L.linalg.polar(L.ones(2, 3)),
+    "cond ord": lambda L: L.linalg.cond(L.ones(2, 3), 1),
+    "empty -inf norm": lambda L: L.linalg.vector_norm(L.ones(0), -1),
+    "empty -2 matrix norm": lambda L: L.linalg.matrix_norm(L.ones(0, 0), -2),
+    "empty -1 matrix norm": lambda L: L.linalg.matrix_norm(L.ones(5, 0), -1),
+    "lu without pivots": lambda L: L.linalg.lu_factor(L.eye(3), pivot=False),
+    "tensorinv shape": lambda L: L.linalg.tensorinv(L.ones(2, 3, 4), ind=1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NEW_ERRORS))
+def test_new_errors_match_torch(name):
+    with pytest.raises(Exception) as ref:
+        NEW_ERRORS[name](torch)
+    with pytest.raises(Exception) as ours:
+        NEW_ERRORS[name](cb)
+    assert type(ours.value) is type(ref.value) and str(ours.value) == str(ref.value), (ours.value, ref.value)
+
+
+def test_float32_lapack_runs_in_single_precision():
+    """float32 goes through LAPACK's single-precision routines (as torch), not numpy.linalg's double."""
+    a = to_cb(well((8, 8), "float32"))
+    for out in (cb.linalg.inv(a), cb.linalg.solve(a, a), *cb.linalg.eigh(a), *cb.linalg.svd(a), cb.linalg.det(a)):
+        assert out.dtype == cb.float32
