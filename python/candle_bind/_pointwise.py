@@ -11,6 +11,7 @@ import math
 from . import _C
 from ._C import Tensor
 from ._ops import _write_out
+from ._opmath import opmath
 
 # torch's alternative names: alias -> the method it names.
 ALIASES = {
@@ -24,6 +25,7 @@ def _tensor_like(x, like: Tensor):
                                                      or like.is_floating_point() else _C.float32)
 
 
+@opmath
 def fmod(input, other):
     """C's fmod: the remainder of truncated division, with the sign of `input`."""
     return input - input.div(other, rounding_mode="trunc") * other
@@ -42,8 +44,9 @@ def logit(input, eps=None):
     if eps is not None and not isinstance(eps, (int, float)):
         raise TypeError(f"logit(): argument 'eps' (position 2) must be float, not {type(eps).__name__}")
     x = input if input.is_floating_point() else input.float()
-    if eps is not None:
-        x = x.clamp(eps, 1.0 - eps)
+    if eps is not None:  # torch's kernel: x < eps -> eps, else x > 1 - eps -> 1 - eps (also where eps > 0.5)
+        lo, hi = x.new_tensor(float(eps)), x.new_tensor(1.0 - eps)
+        x = _C.where(x < lo, lo, _C.where(x > hi, hi, x))
     return (x / (1 - x)).log()
 
 
@@ -76,6 +79,8 @@ def copysign(input, other):
 
 
 def heaviside(input, values):
+    if not isinstance(input, Tensor):
+        raise TypeError(f"heaviside(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
     if not isinstance(values, Tensor):
         raise TypeError(f"heaviside(): argument 'values' (position 2) must be Tensor, not {type(values).__name__}")
     return _C.where(input == 0, values, (input > 0).to(input.dtype))
@@ -88,6 +93,9 @@ def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None):
             if isinstance(v, float):
                 raise RuntimeError(f"For integral input tensors, argument {name} must not be a floating point number.")
     prod = vec1.outer(vec2)
+    if prod.dtype == _C.bool:  # torch's bool addr: (beta and input) or (alpha and vec1 ⊗ vec2)
+        prod = prod if alpha else prod & False
+        return _write_out(prod | input if beta else prod.expand(*(input + prod).shape), out)
     prod = prod * alpha if alpha != 1 else prod
     return _write_out(prod if beta == 0 else prod + (input if beta == 1 else input * beta), out)
 
@@ -141,7 +149,7 @@ def _install() -> None:
     for name in METHODS:
         if not hasattr(Tensor, name):
             setattr(Tensor, name, globals()[name])
-    for name in ("fmod", "xlogy", "logit", "deg2rad", "rad2deg", "copysign", "i0", "erfinv"):
+    for name in ("fmod", "xlogy", "logit", "deg2rad", "rad2deg", "copysign", "i0", "erfinv", "addr"):
         if not hasattr(Tensor, name + "_"):
             setattr(Tensor, name + "_", _make_inplace(name))
 

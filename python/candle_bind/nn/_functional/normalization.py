@@ -9,6 +9,7 @@ from ..._tensor import need_float
 # Functionals call each other as F.x, looked up at call time as the one-file module's globals were:
 # a monkeypatched nn.functional.x reaches these callers too.
 from .. import functional as F
+from ..._opmath import opmath
 
 
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
@@ -19,9 +20,7 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """Normalises over the trailing `normalized_shape` dims (one fused Rust pass per row)."""
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
-    if tuple(input.shape[len(input.shape) - len(shape):]) != shape:
-        raise RuntimeError(f"Given normalized_shape={list(shape)}, expected input with shape [*, {', '.join(map(str, shape))}], "
-                           f"but got input of size{list(input.shape)}")
+    _check_normalized(input, shape, weight, bias)
     n = math.prod(shape)
     if input.numel() == 0:
         return input.clone()
@@ -31,14 +30,26 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
 def rms_norm(input, normalized_shape, weight=None, eps=None):
     """x / sqrt(mean(x²) + eps) · weight over the trailing dims; eps None means finfo(dtype).eps."""
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
-    if tuple(input.shape[len(input.shape) - len(shape):]) != shape:
-        raise RuntimeError(f"Given normalized_shape={list(shape)}, expected input with shape [*, {', '.join(map(str, shape))}], "
-                           f"but got input of size{list(input.shape)}")
+    _check_normalized(input, shape, weight)
     if eps is None:
         eps = _C_finfo_eps(input.dtype)
     if input.numel() == 0:
         return input.clone()
     return _norm_rows(input, math.prod(shape), weight, None, eps, True)
+
+
+def _check_normalized(input, shape, weight, bias=None):
+    """layer_norm's / rms_norm's argument checks, torch's messages."""
+    if not shape:
+        raise RuntimeError("Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one "
+                           "element, but got normalized_shape = []")
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and tuple(t.shape) != shape:
+            raise RuntimeError(f"Expected {name} to be of same shape as normalized_shape, but got {name} of shape "
+                               f"{list(t.shape)} and normalized_shape = {list(shape)}")
+    if tuple(input.shape[len(input.shape) - len(shape):]) != shape:
+        raise RuntimeError(f"Given normalized_shape={list(shape)}, expected input with shape [*, {', '.join(map(str, shape))}], "
+                           f"but got input of size{list(input.shape)}")
 
 
 def _norm_rows(input, n, weight, bias, eps, rms):
@@ -72,6 +83,8 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     """Eval: running statistics. Train: batch statistics, running stats updated in place (momentum
     None = cumulative average, handled by the module)."""
     if input.dim() < 2:
+        if input.numel() == 0:  # torch's kernel returns an empty input as is
+            return input.clone()
         raise ValueError(f"expected 2D or more input (got {input.dim()}D input)")
     c = input.shape[1]
     if training:
@@ -110,12 +123,15 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     return input * _channel_shape(input, scale.to(input.dtype)) + _channel_shape(input, shift.to(input.dtype))
 
 
+@opmath
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     if input.dim() < 2:
         raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {input.dim()}")
     n, c = input.shape[0], input.shape[1]
     if c % num_groups:
         raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input of shape {list(input.shape)} and num_groups={num_groups}")
+    if c == 0 or input.dim() > 2 and input.numel() == 0 and math.prod(input.shape[2:]) == 0:
+        raise RuntimeError(f"Expected {'number of channels' if c == 0 else 'HxW'} to be greater than 0, got 0")
     x = _norm_rows(input, (c // num_groups) * (input.numel() // (n * c)), None, None, eps, False) if input.numel() else input.clone()
     if weight is not None:
         x = x * _channel_shape(input, weight)
@@ -158,6 +174,8 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
     dim = input.dim()
     if dim < 3:
         raise ValueError(f"Expected 3D or higher dimensionality input (got {dim} dimensions)")
+    if input.numel() == 0:  # torch returns the input itself (its dtype kept)
+        return input
     div = (input * input).unsqueeze(1)
     if dim == 3:
         div = F.pad(div, (0, 0, size // 2, (size - 1) // 2))

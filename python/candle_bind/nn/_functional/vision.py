@@ -12,6 +12,7 @@ from ..._tensor import not_implemented
 # Functionals call each other as F.x, looked up at call time as the one-file module's globals were:
 # a monkeypatched nn.functional.x reaches these callers too.
 from .. import functional as F
+from ..._opmath import opmath, round_to, rounding_dtype
 
 
 def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: Optional[float] = None) -> Tensor:
@@ -62,6 +63,9 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: Option
             raise RuntimeError(f"Argument #4: Padding size should be less than the corresponding input dimension, but got: padding ({lo}, {hi}) at dimension {d} of input {list(input.shape)}")
         if mode == "circular" and (lo > n or hi > n):
             raise RuntimeError("Padding value causes wrapping around more than once.")
+        if mode == "circular" and (lo < 0 or hi < 0):  # torch crops the negative sides first, then wraps
+            x = x.narrow(d, max(-lo, 0), n - max(-lo, 0) - max(-hi, 0))
+            n, lo, hi = x.shape[d], max(lo, 0), max(hi, 0)
         shape = list(x.shape)
         shape[d] = n + lo + hi
         _C.reserve(shape, x.dtype)  # the size is the user's: checked before the index is built
@@ -299,6 +303,7 @@ def _resize_uint8(input, out, scales, mode, ac, antialias):
 _INTERPOLATE_MODES = ("nearest", "nearest-exact", "linear", "bilinear", "bicubic", "trilinear", "area")
 
 
+@opmath
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None, recompute_scale_factor=None,
                 antialias=False):
     """torch's F.interpolate for nearest, nearest-exact, (bi/tri)linear, bicubic and area, with size
@@ -365,6 +370,12 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         if x.dtype != _C.float64 or antialias:
             # Taps and weights per output position, applied along the dim by one Rust pass.
             idx, wts = (_taps_aa if antialias else _taps)(mode, L, O, scale, ac)
+            if mode != "bilinear" and not antialias and (half := rounding_dtype()) is not None:
+                # torch's half linear/bicubic kernels keep the weights in the input's dtype (linear's first
+                # as 1 - the rounded second); its bilinear kernel keeps float32 weights
+                wts = round_to(wts, half)
+                if mode in ("linear", "trilinear"):
+                    wts = round_to([[1.0 - w1, w1] for _, w1 in wts], half)
             x = _C.resample_axis(x.contiguous(), d, idx, wts)
             continue
         if mode in ("nearest", "nearest-exact"):
@@ -395,6 +406,22 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
 
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
     return F.interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def upsample_nearest(input, size=None, scale_factor=None):
+    import warnings
+
+    warnings.warn("`nn.functional.upsample_nearest` is deprecated. Use `nn.functional.interpolate` instead.",
+                  stacklevel=2)
+    return F.interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input, size=None, scale_factor=None):
+    import warnings
+
+    warnings.warn("`nn.functional.upsample_bilinear` is deprecated. Use `nn.functional.interpolate` instead.",
+                  stacklevel=2)
+    return F.interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
 
 
 def affine_grid(theta, size, align_corners=False):
@@ -450,14 +477,18 @@ def _pad_coord(x, n, align_corners, padding_mode):
 
 
 def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
-    """2-D grid sampling (bilinear, nearest or bicubic; zeros, border or reflection padding) as torch's."""
-    if input.dim() != 4:
-        raise NotImplementedError("grid_sample: only 4-D inputs (N, C, H, W) are supported by candle_bind so far")
+    """2-D grid sampling (bilinear, nearest or bicubic; zeros, border or reflection padding) as torch's;
+    5-D inputs sample a volume (trilinear or nearest)."""
+    if input.dim() not in (4, 5) or grid.dim() != input.dim():
+        raise RuntimeError(f"grid_sampler(): expected 4D or 5D input and grid with same number of dimensions, but got "
+                           f"input with sizes {list(input.shape)} and grid with sizes {list(grid.shape)}")
     if mode not in ("bilinear", "nearest", "bicubic"):
         raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', 'nearest' or 'bicubic', but got: '{mode}'")
     if padding_mode not in ("zeros", "border", "reflection"):
         raise ValueError(f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', 'border', or 'reflection', but got: '{padding_mode}'")
     ac = bool(align_corners)
+    if input.dim() == 5:
+        return _grid_sample_3d(input, grid, mode, padding_mode, ac)
     N, C, H, W = input.shape
     Ho, Wo = grid.shape[1], grid.shape[2]
     flat = input.reshape(N, C, H * W)
@@ -501,3 +532,57 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     wx, wy = (x - x0).unsqueeze(1), (y - y0).unsqueeze(1)
     return (tap(x0, y0) * (1 - wx) * (1 - wy) + tap(x0 + 1, y0) * wx * (1 - wy)
             + tap(x0, y0 + 1) * (1 - wx) * wy + tap(x0 + 1, y0 + 1) * wx * wy)
+
+
+def _grid_sample_3d(input, grid, mode, padding_mode, ac):
+    """Volume sampling: grid (N, Do, Ho, Wo, 3) of (x, y, z) points, the 8 corner taps weighted (trilinear)."""
+    if mode == "bicubic" and input.dtype in (_C.float16, _C.bfloat16):  # torch sums the 64 taps in float32
+        return _grid_sample_3d(input.float(), grid.float(), mode, padding_mode, ac).to(input.dtype)
+    N, C, D, H, W = input.shape
+    Do, Ho, Wo = grid.shape[1:4]
+    m = Do * Ho * Wo
+    flat = input.reshape(N, C, D * H * W)
+    if mode == "bicubic":  # torch's tricubic: 4x4x4 taps around the unnormalised point, each tap padded
+        pts = [grid[..., i].to(input.dtype) for i in range(3)]
+        sizes = (W, H, D)
+        pts = [(g + 1) / 2 * (n - 1) if ac else ((g + 1) * n - 1) / 2 for g, n in zip(pts, sizes)]
+        base = [p.floor() for p in pts]
+        weights = [[w.unsqueeze(1) for w in _cubic_weights(p - b)] for p, b in zip(pts, base)]
+
+        def tap_padded(xi, yi, zi):
+            xi, yi, zi = (_pad_coord(c, n, ac, padding_mode) for c, n in zip((xi, yi, zi), sizes))
+            inside = (xi >= 0) & (xi <= W - 1) & (yi >= 0) & (yi <= H - 1) & (zi >= 0) & (zi <= D - 1)
+            idx = ((zi.clamp(0, D - 1).floor() * H + yi.clamp(0, H - 1).floor()) * W + xi.clamp(0, W - 1).floor()).long()
+            vals = flat.gather(2, idx.reshape(N, 1, m).expand(N, C, m)).reshape(N, C, Do, Ho, Wo)
+            return vals * inside.unsqueeze(1).to(input.dtype)
+
+        out = None
+        for k in range(4):
+            for i in range(4):
+                for j in range(4):
+                    term = tap_padded(base[0] + (j - 1), base[1] + (i - 1), base[2] + (k - 1))
+                    term = term * weights[0][j] * weights[1][i] * weights[2][k]
+                    out = term if out is None else out + term
+        return out
+    x = _grid_coord(grid[..., 0].to(input.dtype), W, ac, padding_mode)
+    y = _grid_coord(grid[..., 1].to(input.dtype), H, ac, padding_mode)
+    z = _grid_coord(grid[..., 2].to(input.dtype), D, ac, padding_mode)
+
+    def tap(xi, yi, zi):
+        inside = (xi >= 0) & (xi <= W - 1) & (yi >= 0) & (yi <= H - 1) & (zi >= 0) & (zi <= D - 1)
+        idx = ((zi.clamp(0, D - 1) * H + yi.clamp(0, H - 1)) * W + xi.clamp(0, W - 1)).long()
+        vals = flat.gather(2, idx.reshape(N, 1, m).expand(N, C, m)).reshape(N, C, Do, Ho, Wo)
+        return vals * inside.unsqueeze(1).to(input.dtype)
+
+    if mode == "nearest":
+        return tap(x.round(), y.round(), z.round())
+    x0, y0, z0 = x.floor(), y.floor(), z.floor()
+    wx, wy, wz = (x - x0).unsqueeze(1), (y - y0).unsqueeze(1), (z - z0).unsqueeze(1)
+    out = None
+    for dz in (0, 1):
+        for dy in (0, 1):
+            for dx in (0, 1):
+                w = (wx if dx else 1 - wx) * (wy if dy else 1 - wy) * (wz if dz else 1 - wz)
+                term = tap(x0 + dx, y0 + dy, z0 + dz) * w
+                out = term if out is None else out + term
+    return out
