@@ -8,7 +8,7 @@ import builtins
 import math
 
 __all__ = ["_assert", "_check", "_check_index", "_check_value", "_check_type", "_check_not_implemented",
-           "_check_with", "_check_is_size", "sym_int", "sym_float", "sym_max", "sym_min", "sym_not", "sym_sqrt",
+           "_check_with", "_check_tensor_all", "_check_tensor_all_with", "_check_is_size", "sym_int", "sym_float", "sym_max", "sym_min", "sym_not", "sym_sqrt",
            "SymInt", "SymFloat", "SymBool", "_shape_as_tensor", "scalar_tensor"]
 
 _DEFAULT = "Expected cond to be True, but got False. (Could this error message be improved? If so, please report " \
@@ -27,6 +27,15 @@ def _check_with(error_type, cond, message=None):
 
 def _check(cond, message=None):
     _check_with(RuntimeError, cond, message)
+
+
+def _check_tensor_all_with(error_type, cond, message=None):
+    """torch._check_tensor_all_with: `cond` is a bool tensor, every element must be True."""
+    _check_with(error_type, cond.all().item(), message)
+
+
+def _check_tensor_all(cond, message=None):
+    _check_tensor_all_with(RuntimeError, cond, message)
 
 
 def _check_index(cond, message=None):

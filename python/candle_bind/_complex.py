@@ -389,10 +389,10 @@ class ComplexTensor(Tensor):
     def type_as(self, other):
         return self.to(other.dtype)
 
-    def cfloat(self):
+    def cfloat(self, memory_format=None):
         return self.to(_C.complex64)
 
-    def cdouble(self):
+    def cdouble(self, memory_format=None):
         return self.to(_C.complex128)
 
     def new_zeros(self, *size, dtype=None, device=None, requires_grad=False):
@@ -703,7 +703,7 @@ class ComplexTensor(Tensor):
     __abs__ = absolute = abs
 
     def angle(self):
-        from ._ops import atan2
+        from ._math_ops import atan2
 
         return atan2(self.imag, self.real)
 

@@ -195,6 +195,8 @@ def cat(tensors, dim=0, **kwargs):
         if type(t) is ComplexTensor:
             n = builtins.max(t.dim() for t in tensors)
             return ComplexTensor(_C.cat(_promote_all(tensors), _dim(kwargs.get("axis", dim), n)))
+    if "axis" in kwargs:  # numpy's name, which torch accepts (funnel's stride_pool)
+        dim = kwargs.pop("axis")
     return _C.cat(tensors, dim, **kwargs) if kwargs else _C.cat(tensors, dim)
 
 
@@ -275,7 +277,14 @@ def _dispatching(name: str, plain):
             if type(input) is not ComplexTensor and isinstance(input, Tensor):
                 input = complex_from_real(input, args[0].dtype)
             return getattr(input, name)(*args, **kwargs)
-        return plain(input, *args, **kwargs) if args or kwargs else plain(input)  # (no empty unpacking: faster)
+        try:
+            return plain(input, *args, **kwargs) if args or kwargs else plain(input)  # (no empty unpacking: faster)
+        except TypeError as e:
+            if isinstance(input, Tensor) or not isinstance(input, (builtins.bool, builtins.int, builtins.float)) \
+                    or "invalid combination of arguments" in str(e):  # refused as torch's parser refuses it
+                raise
+        # torch.div(7, 2, rounding_mode="trunc") (LED/Longformer): a Python number input is a 0-d tensor
+        return function(_C.tensor(input), *args, **kwargs)
 
     function.__name__ = function.__qualname__ = name
     function.__doc__ = plain.__doc__
@@ -320,9 +329,11 @@ def _install_tensor_methods() -> None:
     """Real tensors' methods that make complex ones: x.cfloat(), x.cdouble(), x.type_as(complex)."""
     from ._tensor import _Checked
 
-    Tensor.cfloat = lambda self: self if type(self) is ComplexTensor else complex_from_real(self, _C.complex64)
-    Tensor.cdouble = lambda self: self.to(_C.complex128) if type(self) is ComplexTensor else complex_from_real(
-        self, _C.complex128)
+    # memory_format= is accepted and dropped: tensors here are row-major
+    Tensor.cfloat = lambda self, memory_format=None: (
+        self if type(self) is ComplexTensor else complex_from_real(self, _C.complex64))
+    Tensor.cdouble = lambda self, memory_format=None: (
+        self.to(_C.complex128) if type(self) is ComplexTensor else complex_from_real(self, _C.complex128))
     native = Tensor.type_as
 
     def type_as(self, other):

@@ -7,7 +7,7 @@ from __future__ import annotations
 from . import _C
 
 __all__ = ["compile", "Generator", "set_float32_matmul_precision", "get_float32_matmul_precision",
-           "use_deterministic_algorithms", "are_deterministic_algorithms_enabled", "memory_format", "contiguous_format", "channels_last", "channels_last_3d",
+           "use_deterministic_algorithms", "are_deterministic_algorithms_enabled", "memory_format", "contiguous_format", "legacy_contiguous_format", "channels_last", "channels_last_3d",
            "preserve_format", "layout", "strided", "sparse_coo", "sparse_csr", "set_warn_always", "is_warn_always_enabled",
            "get_device_module"]
 
@@ -130,6 +130,7 @@ contiguous_format = memory_format("contiguous_format")
 channels_last = memory_format("channels_last")
 channels_last_3d = memory_format("channels_last_3d")
 preserve_format = memory_format("preserve_format")
+legacy_contiguous_format = contiguous_format  # torch's alias (groupvit's hard_softmax passes it)
 
 
 class layout(_Named):

@@ -84,6 +84,7 @@ def _install() -> None:
     Tensor.__deepcopy__ = _deepcopy
     Tensor.__copy__ = lambda self: self.clone()
     Tensor.__reduce_ex__ = _reduce_ex
+    Tensor.__format__ = _format
     # As torch's: numpy defers to the tensor, so `np.float64(2.0) * t` is a tensor, not an ndarray.
     Tensor.__array_priority__ = 1000
     # Native methods behind torch's extra keywords (listed as native: `_Checked`).
@@ -285,6 +286,21 @@ def _wrap_checks() -> None:
 
     wrap("new_full", new_full_check)
 
+    def size_keyword(name):  # x.new_ones(size=(2, 3)) (LED's global attention), as torch accepts
+        op = getattr(T, name)
+
+        def method(self, *args, **kwargs):
+            if "size" in kwargs:
+                args = (kwargs.pop("size"), *args)
+            return op(self, *args, **kwargs)
+
+        method.__name__ = method.__qualname__ = name
+        method.__doc__ = op.__doc__
+        setattr(T, name, _Checked(method, op))
+
+    for n in ("new_ones", "new_zeros", "new_empty"):
+        size_keyword(n)
+
     def alpha_check(self, other=None, *rest, alpha=None, **kw):
         if alpha is None or rest:  # add(input, alpha, other): torch's deprecated order, left to the kernel
             return
@@ -392,6 +408,16 @@ def _deepcopy(self, memo):
         memo[id(self)] = new
         copy_attributes(self, new, memo)
     return memo[id(self)]
+
+
+_native_format = Tensor.__format__
+
+
+def _format(self, spec):
+    """As torch's: a 0-d tensor formats as its number (f"expert_{idx[0]}" is "expert_0", switch_transformers)."""
+    if self.dim() == 0 and not self.is_meta and type(self) is Tensor:
+        return self.item().__format__(spec)
+    return _native_format(self, spec)
 
 
 def copy_attributes(src, dst, memo) -> None:

@@ -100,8 +100,17 @@ class TensorType:
         return cls()
 
 
+class Graph:
+    """torch._C.Graph / Value: the JIT's ONNX graph types, named in annotations of `symbolic` methods
+    (sew-d's XDropout); nothing here builds a graph."""
+
+
+class Value:
+    pass
+
+
 NAMES = {
-    "TensorType": TensorType,
+    "TensorType": TensorType, "Graph": Graph, "Value": Value,
     "DispatchKey": DispatchKey, "DispatchKeySet": DispatchKeySet, "_ExcludeDispatchKeyGuard": _NoOpGuard,
     "_IncludeDispatchKeyGuard": _NoOpGuard, "_AutoDispatchBelowAutograd": _NoOpGuard,
     "DisableTorchFunctionSubclass": DisableTorchFunctionSubclass, "DisableTorchFunction": DisableTorchFunction,

@@ -7,7 +7,7 @@ from typing import Final  # noqa: F401  - torch.jit.Final
 
 __all__ = ["script", "trace", "trace_module", "ignore", "unused", "export", "is_scripting", "is_tracing",
            "ScriptModule", "ScriptFunction", "Final", "annotate", "interface", "fork", "wait",
-           "_script_if_tracing", "_overload", "_overload_method", "isinstance"]
+           "_script_if_tracing", "script_if_tracing", "_overload", "_overload_method", "isinstance"]
 
 
 def script(obj=None, *args, **kwargs):
@@ -36,6 +36,9 @@ unused = export = ignore
 
 def _script_if_tracing(fn):
     return fn
+
+
+script_if_tracing = _script_if_tracing  # vitdet decorates with the public name
 
 
 def _overload(fn):

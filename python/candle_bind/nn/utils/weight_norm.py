@@ -7,6 +7,11 @@ from ..parameter import Parameter
 
 
 def _norm_except_dim(v, dim):
+    if v.is_meta:  # from_pretrained builds on the meta device: the shape is all there is
+        from ... import empty
+
+        shape = () if dim is None or dim == -1 else [n if d == dim % v.dim() else 1 for d, n in enumerate(v.shape)]
+        return empty(shape, dtype=v.dtype, device="meta")
     if dim is None or dim == -1:  # torch's convention: the norm over the whole tensor
         return v.norm()
     dim = dim % v.dim()
