@@ -84,6 +84,7 @@ TensorType = _torch_c.TensorType
 from ._checks import *  # noqa: F401,F403  (torch._assert, torch._check*, sym_int, ...)
 from ._checks import _assert, _check, _check_index, _check_is_size, _check_not_implemented  # noqa: F401
 from ._checks import _check_type, _check_value, _check_with, _shape_as_tensor  # noqa: F401
+from ._checks import _check_tensor_all, _check_tensor_all_with  # noqa: F401
 pi, e, inf, nan = 3.141592653589793, 2.718281828459045, _builtins.float("inf"), _builtins.float("nan")
 from ._generator import rand, randint, randn, randperm  # given generator=, torch's own CPU stream
 from ._runtime import (  # noqa: F401
@@ -97,6 +98,7 @@ from ._runtime import (  # noqa: F401
     get_float32_matmul_precision,
     is_warn_always_enabled,
     layout,
+    legacy_contiguous_format,
     memory_format,
     preserve_format,
     set_float32_matmul_precision,
@@ -119,6 +121,9 @@ _LAZY_MODULES = {
     "sparse",
     "linalg",
     "fx", "onnx", "ao", "_custom_ops", "_prims_common", "types",
+    "masked",
+    "special",
+    "func",
 }
 # torch.<name> served by candle_bind.linalg (loaded on first use: it imports numpy)
 _LINALG_TOP_LEVEL = ("svd", "qr", "det", "logdet", "slogdet", "inverse", "pinverse", "svd_lowrank", "pca_lowrank",
@@ -150,6 +155,8 @@ def __getattr__(name):
         return importlib.import_module(f"{__name__}.{name}")
     if name in ("load", "save"):
         return getattr(importlib.import_module(f"{__name__}.serialization"), name)
+    if name == "vmap":
+        return importlib.import_module(f"{__name__}.func").vmap
     if name in _LINALG_TOP_LEVEL:
         return importlib.import_module(f"{__name__}.linalg").TOP_LEVEL[name]
     if name in ("autocast", "is_autocast_enabled", "get_autocast_dtype", "get_autocast_gpu_dtype", "get_autocast_cpu_dtype"):
@@ -229,13 +236,13 @@ for _name in _pointwise.FUNCTIONS:
     globals()[_name] = getattr(_pointwise, _name)
 for _name, _target in _pointwise.ALIASES.items():
     globals()[_name] = getattr(Tensor, _target)
-_grouped_mm = _ops.grouped_mm
+from ._blas_ops import grouped_mm as _grouped_mm  # noqa: E402 - torch._grouped_mm
 del _name, _target
 
 # Op families in modules of their own. Each module lists FUNCTIONS (torch.<name>), METHODS (Tensor.<name>,
 # set only where the Rust Tensor has none) and INPLACE (Tensor.<name>_ from the method, torch's in-place rule).
 # Keep these modules light at import (numpy/scipy-style dependencies load inside the functions).
-_OP_FAMILIES = ()
+_OP_FAMILIES = ("_blas_ops", "_layout_ops", "_math_ops", "_reduce_ops", "_shape_ops", "_scatter_ops", "_nn_ops", "_stats_ops", "_calculus_ops", "_numeric_ops", "_random_ops", "_linalg_entry", "_special_ops", "_opmath", "_dtype_rules")
 _FAMILY_FUNCTIONS = []
 
 
@@ -424,12 +431,20 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False)
     start, end = _builtins.float(start), _builtins.float(end)
     if dtype is not None and not (dtype.is_floating_point or dtype.is_complex) and dtype != bool:
         start, end = _int_end(start), _int_end(end)  # as torch's integral kernel
+    return _space(start, end, steps, dtype).to(dtype or get_default_dtype(), device=device)
+
+
+def _space(start, end, steps, dtype):
+    """linspace's values before the cast to `dtype`: the first half counts up from `start`, the second down
+    from `end`, as torch's kernel does. In float64 natively (a size check before anything is allocated);
+    for float16/bfloat16 torch rounds the ends to the dtype and steps in float32 (its opmath)."""
+    work = float64
+    if dtype in (float16, bfloat16):
+        start, end = tensor([start, end], dtype=float64).to(dtype).tolist()
+        work = float32
     step = (end - start) / (steps - 1)
-    # In float64 natively (a size check before anything is allocated): the first half counts up from
-    # `start`, the second down from `end`, as torch's kernel does.
-    i = arange(steps, dtype=float64)
-    out = where(i < steps // 2, i * step + start, (steps - 1 - i) * -step + end)
-    return out.to(dtype or get_default_dtype(), device=device)
+    i = arange(steps, dtype=work)
+    return where(i < steps // 2, i * step + start, (steps - 1 - i) * -step + end)
 
 
 def _int_end(v):
@@ -454,7 +469,10 @@ def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_
         # torch's integral kernel casts the ends to the dtype first (logspace(0, 1.2, 2) -> [1, 10])
         start, end = _int_end(start), _int_end(end)
     # Computed on the host (C's pow, exact as torch's) and moved where it was asked for.
-    lin = linspace(start, end, steps, dtype=float64, device="cpu")
+    if dtype in (float16, bfloat16) and steps > 1:
+        lin = _space(_builtins.float(start), _builtins.float(end), steps, dtype).to(float64)
+    else:
+        lin = linspace(start, end, steps, dtype=float64, device="cpu")
     out = _C.full((), base, dtype=float64, device="cpu") ** lin if steps else lin
     return out.to(dtype or get_default_dtype()).to(empty(0, device=device).device)
 
@@ -683,7 +701,7 @@ def _factory(fn):
 
 
 for _name in ("full", "full_like", "zeros_like", "ones_like", "empty_like", "rand_like", "randn_like", "arange", "eye",
-              "linspace", "logspace", "randint", "randperm"):
+              "linspace", "logspace", "randint", "randperm", "normal"):
     globals()[_name] = _factory(globals()[_name])
 del _name
 
