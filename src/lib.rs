@@ -134,6 +134,8 @@ mod candle_bind_c {
     #[pymodule_export]
     use crate::tensor::select::{bucketize, searchsorted, unique};
     #[pymodule_export]
+    use crate::tensor::special::{special_binary, special_unary};
+    #[pymodule_export]
     use crate::tensor::shape::{cat, stack};
     #[pymodule_export]
     use crate::tensor::PyTensor;

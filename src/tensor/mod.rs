@@ -12,6 +12,7 @@ pub mod linalg;
 pub mod meta;
 pub mod reduce;
 pub mod select;
+pub mod special;
 pub mod shape;
 
 use candle_core::{Device, Storage, Tensor, WithDType};
