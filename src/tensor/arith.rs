@@ -199,6 +199,9 @@ fn unreachable_div() -> PyResult<Tensor> {
 
 /// Any integer zero in `t` (for torch's ZeroDivisionError on integer division).
 fn has_zero(t: &Tensor) -> PyResult<bool> {
+    if t.elem_count() == 0 {
+        return Ok(false);
+    }
     let z = cast(t, DType::I64, DType::Bool)?; // != 0 per element (dtype here only decides the path)
     let all = z.to_dtype(candle_core::DType::F32).py()?.min_all().py()?.to_scalar::<f32>().py()?;
     Ok(all == 0.0 && t.elem_count() > 0)
@@ -211,7 +214,9 @@ fn compute(op: BinOp, a: &Tensor, b: &Tensor, ct: DType) -> PyResult<Tensor> {
     if !a.device().same_device(b.device()) {
         return Err(crate::device::mismatch(a.device(), b.device()));
     }
-    if !ct.is_float() && matches!(op, BinOp::FloorDiv | BinOp::Rem) && has_zero(b)? {
+    // An empty result computes nothing, so nothing divides by zero (torch returns it).
+    let empty = dims.iter().product::<usize>() == 0;
+    if !ct.is_float() && !empty && matches!(op, BinOp::FloorDiv | BinOp::Rem) && has_zero(b)? {
         return Err(crate::error::CandleError::new_err("ZeroDivisionError"));
     }
     if matches!(ct, DType::I8 | DType::I16 | DType::F8E4M3) && a.device().is_cpu() && !is_cpu(a) {

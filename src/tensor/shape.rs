@@ -297,7 +297,9 @@ impl PyTensor {
     fn detach_(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
         slf
     }
-    /// A deep copy (torch's clone never shares storage).
+    /// A deep copy (torch's clone never shares storage). As torch's preserve_format: a permuted dense
+    /// tensor keeps its strides; anything else (broadcast, sliced with gaps) comes back contiguous, and
+    /// only the elements the tensor shows are copied.
     #[pyo3(signature = (*, memory_format=None))]
     fn clone(&self, memory_format: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
         let _ = memory_format;
@@ -305,7 +307,13 @@ impl PyTensor {
             return self.meta_like(self.dims());
         }
         self.reserve(self.dims())?;
-        Ok(self.same(self.t.copy().py()?))
+        let l = self.t.layout();
+        let t = if !l.is_contiguous() && dense_permutation(l.dims(), l.stride()) {
+            self.t.copy()
+        } else {
+            self.t.force_contiguous()
+        };
+        Ok(self.same(t.py()?))
     }
     #[pyo3(signature = (memory_format=None))]
     fn contiguous(&self, memory_format: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
@@ -763,4 +771,19 @@ fn stack_impl(tensors: &Bound<'_, PyAny>, dim: i64) -> PyResult<PyTensor> {
     }
     let out = if ts.len() == 1 { ts[0].unsqueeze(d).and_then(|t| t.copy()) } else { Tensor::stack(&ts, d) }.py()?;
     Ok(PyTensor::new(out, dt))
+}
+
+/// Whether strides are a permutation of a contiguous layout's (no overlap, no gaps).
+fn dense_permutation(dims: &[usize], strides: &[usize]) -> bool {
+    let mut pairs: Vec<(usize, usize)> =
+        dims.iter().zip(strides).filter(|(d, _)| **d > 1).map(|(d, s)| (*s, *d)).collect();
+    pairs.sort_unstable();
+    let mut expected = 1usize;
+    for (stride, size) in pairs {
+        if stride != expected {
+            return false;
+        }
+        expected = expected.saturating_mul(size);
+    }
+    true
 }
