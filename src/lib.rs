@@ -5,6 +5,7 @@ mod cuda;
 mod device;
 mod dtype;
 mod error;
+mod fft;
 mod io;
 mod isa;
 mod memory;
@@ -95,6 +96,8 @@ mod candle_bind_c {
     use crate::dtype::{get_default_dtype, set_default_dtype, PyDType};
     #[pymodule_export]
     use crate::error::{CandleError, DTypeError, DeviceError, OutOfMemoryError, ShapeError};
+    #[pymodule_export]
+    use crate::fft::{fft_c2c, fft_c2r, fft_r2c, stft_frames};
     #[pymodule_export]
     use crate::isa::cpu_capability;
     #[pymodule_export]

@@ -298,10 +298,18 @@ def test_signal_windows_errors():
     run(lambda L: L.signal.windows.exponential(6, center=1.0, sym=False))
 
 
-def test_numpy_backend(monkeypatch):
-    """Without scipy the transforms run on numpy.fft (stft windows rows, then a transposed view)."""
-    monkeypatch.setattr(cb.fft, "_BACKEND", [np.fft])
-    assert cb.fft.backend()[0] is np.fft
-    run(lambda L, x: (L.fft.fft(x), L.fft.irfft(x, 9), L.fft.rfftn(x), L.fft.hfft2(L.complex(x, x))), REAL["odd"])
-    run(lambda L, x: L.stft(x, 16, 5, window=L.hann_window(16), return_complex=True), SIGNAL)
-    run(lambda L, x: L.stft(x, 16, 5, return_complex=True, onesided=False)[..., :-1].abs(), SIGNAL)
+def test_native_kernel_paths():
+    """src/fft.rs: lines strided along a middle dim, large batches (the threaded path), prime and odd
+    lengths, non-contiguous inputs, padding and cutting, both precisions."""
+    big = make((64, 1024), seed=11)
+    run(lambda L, x: (L.fft.rfft(x), L.fft.fft(x), L.fft.irfft(L.fft.rfft(x)), L.fft.ifft(x, dim=0)), big)
+    run(lambda L, x: (L.fft.fft(x, n=97, dim=1), L.fft.rfft(x, n=101, dim=1), L.fft.ihfft(x, dim=1),
+                      L.fft.fftn(x, s=(7, 13), dim=(2, 0)), L.fft.irfftn(L.fft.rfftn(x), s=x.shape)),
+        make((9, 40, 6), seed=12).double())
+    nc = make((12, 30), seed=13).t()  # non-contiguous
+    run(lambda L, x: (L.fft.fft(x), L.fft.rfft(x, dim=0), L.fft.hfft(L.complex(x, x)[:, 1:], n=17)), nc)
+    run(lambda L, x: L.fft.fft2(L.complex(x, -x).transpose(0, 1), norm="ortho"), make((33, 8), seed=14))
+    run(lambda L, x: L.stft(x, 400, 160, window=L.hann_window(400), return_complex=True), make((2, 16000), seed=15))
+    run(lambda L, x: L.stft(x, 64, 16, window=L.hann_window(48, dtype=L.float64), return_complex=True,
+                            onesided=False, normalized=True), make((3000,), seed=16).double())
+    run(lambda L, x: L.stft(x, 16, 5, window=L.complex(L.hann_window(16), L.ones(16)), return_complex=True), SIGNAL)

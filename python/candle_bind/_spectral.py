@@ -15,7 +15,6 @@ import numpy as np
 from . import _C
 from ._C import Tensor
 from ._complex import ComplexTensor, from_numpy_complex
-from .fft import backend
 
 FUNCTIONS = ("stft", "istft", "hann_window", "hamming_window", "blackman_window", "bartlett_window", "kaiser_window")
 
@@ -174,26 +173,11 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
         w[left:left + win] = 1
     if not center and align_to_window:
         x = _pad(x, (n_fft - win) // 2, pad_mode)
-    # every frame at once: a strided view (B?, frames, n_fft) of the signal, windowed, one FFT call
-    frames = np.lib.stride_tricks.sliding_window_view(x, n_fft, axis=-1)[..., ::hop, :]
     norm = "ortho" if normalized else "backward"
-    lib, kw = backend()
-    if lib is np.fft:
-        if w is not None:
-            frames = frames * w
-        spec = lib.rfft(frames, axis=-1, norm=norm) if onesided else lib.fft(frames, axis=-1, norm=norm)
-        out = from_numpy_complex(spec).transpose(-1, -2)  # (B?, freq, frames), a transposed view as torch's
+    if x.dtype in (np.float32, np.float64) and (w is None or w.dtype in (np.float32, np.float64)):
+        out = _real_stft(x, w, n_fft, hop, onesided, normalized)
     else:
-        # scipy transforms down columns as fast as along rows: the windowed frames laid out as
-        # (B?, n_fft, frames) give the result in (B?, freq, frames) memory order, no transposing copy
-        cols = np.swapaxes(frames, -1, -2)
-        buf = np.empty(cols.shape, cols.dtype if w is None else np.result_type(cols.dtype, w.dtype))
-        if w is None:
-            buf[...] = cols
-        else:
-            np.multiply(cols, w[:, None], out=buf)
-        spec = (lib.rfft if onesided else lib.fft)(buf, axis=-2, norm=norm, overwrite_x=True, **kw)
-        out = from_numpy_complex(spec)
+        out = _complex_stft(x, w, n_fft, hop, onesided, norm)
     if input.device.type != "cpu":
         out = out.to(input.device)
     if return_complex is False:
@@ -203,6 +187,25 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
                       "return format.", UserWarning, stacklevel=2)
         return Tensor(out)
     return out
+
+
+def _real_stft(x: np.ndarray, w, n_fft: int, hop: int, onesided: bool, normalized: bool) -> ComplexTensor:
+    """A real signal's STFT in one Rust call (src/fft.rs: frames, window, batched r2c)."""
+    dtype = x.dtype if w is None else np.result_type(x.dtype, w.dtype)
+    xt = _C.from_numpy(np.ascontiguousarray(x[None] if x.ndim == 1 else x, dtype))
+    wt = None if w is None else _C.from_numpy(np.ascontiguousarray(w, dtype))
+    parts = _C.stft_frames(xt, n_fft, hop, wt, onesided, 1.0 / math.sqrt(n_fft) if normalized else 1.0)
+    out = ComplexTensor(parts).transpose(-1, -2)  # (B, freq, frames): a transposed view, as torch's
+    return out[0] if x.ndim == 1 else out
+
+
+def _complex_stft(x: np.ndarray, w, n_fft: int, hop: int, onesided: bool, norm: str) -> ComplexTensor:
+    """A complex signal's (or window's) STFT: pocketfft on a strided view of every frame."""
+    frames = np.lib.stride_tricks.sliding_window_view(x, n_fft, axis=-1)[..., ::hop, :]
+    if w is not None:
+        frames = frames * w
+    spec = np.fft.rfft(frames, axis=-1, norm=norm) if onesided else np.fft.fft(frames, axis=-1, norm=norm)
+    return from_numpy_complex(spec).transpose(-1, -2)  # (B?, freq, frames), a transposed view as torch's
 
 
 def _opt(v) -> str:
