@@ -85,6 +85,10 @@ pub fn value_err(msg: impl Into<String>) -> PyErr {
 pub fn runtime_err(msg: impl Into<String>) -> PyErr {
     CandleError::new_err(msg.into())
 }
+/// torch's NotImplementedError (a kernel with no form for a dtype).
+pub fn not_implemented_err(msg: impl Into<String>) -> PyErr {
+    pyo3::exceptions::PyNotImplementedError::new_err(msg.into())
+}
 pub fn dtype_err(msg: impl Into<String>) -> PyErr {
     DTypeError::new_err(msg.into())
 }

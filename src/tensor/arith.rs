@@ -513,6 +513,9 @@ macro_rules! keep_dtype_unary {
     ($x:expr, |$v:ident| int: $int:expr, float: $flt:expr, device: $dev:expr) => {{
         let x: &PyTensor = $x;
         let t = &x.t;
+        if x.is_meta() {
+            return x.meta_like(x.dims());
+        }
         if !is_cpu(t) {
             let f: fn(&Tensor, bool) -> PyResult<Tensor> = $dev;
             return Ok(x.same(f(t, x.dtype.is_float())?));
@@ -758,7 +761,7 @@ impl PyTensor {
     }
     fn __neg__(&self) -> PyResult<PyTensor> {
         if self.dtype == DType::Bool {
-            return Err(runtime_err(
+            return Err(crate::error::not_implemented_err(
                 "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.",
             ));
         }
@@ -1203,6 +1206,9 @@ pub fn where_(cond: &PyTensor, x: Operand<'_>, y: Operand<'_>) -> PyResult<PyTen
     let c = cast(&cond.t, cond.dtype, DType::Bool)?;
     crate::device::common(&[&c, &tx, &ty])?;
     let dims = broadcast_dims(&broadcast_dims(c.dims(), tx.dims())?, ty.dims())?;
+    if [&c, &tx, &ty].into_iter().any(super::meta::is_meta) {
+        return super::meta::meta_tensor(&dims, ct);
+    }
     crate::memory::ensure(&dims, tx.dtype(), tx.device())?;
     let out = if is_cpu(&c) {
         where_cpu(&c, &tx, &ty, &dims)?

@@ -52,7 +52,7 @@ fn storage_addr(s: &Storage) -> usize {
 /// Whether `t` is a meta tensor (it views the shared meta storage of its dtype).
 pub fn is_meta(t: &Tensor) -> bool {
     // Data-holding tensors of more than one element have a nonzero stride: no lock needed for them.
-    if t.elem_count() > 1 && t.layout().stride().iter().any(|s| *s != 0) {
+    if t.elem_count() > 1 && t.layout().stride().iter().zip(t.dims()).any(|(s, d)| *s != 0 && *d > 1) {
         return false;
     }
     is_meta_storage(&t.storage_and_layout().0, t.dtype())
@@ -102,6 +102,16 @@ pub fn no_data(what: &str) -> PyErr {
 impl PyTensor {
     pub fn is_meta(&self) -> bool {
         is_meta(&self.t)
+    }
+    /// The meta result of reducing `dims` (kept as 1s with keepdim), of dtype `dtype`.
+    pub fn meta_reduced(&self, dims: &[usize], keepdim: bool, dtype: DType) -> PyResult<PyTensor> {
+        let out: Vec<usize> = self
+            .dims()
+            .iter()
+            .enumerate()
+            .filter_map(|(i, &n)| if dims.contains(&i) { keepdim.then_some(1) } else { Some(n) })
+            .collect();
+        meta_tensor(&out, dtype)
     }
     /// A meta tensor like this one with other dims (shape ops on meta tensors).
     pub fn meta_like(&self, dims: &[usize]) -> PyResult<PyTensor> {

@@ -220,6 +220,9 @@ impl PyTensor {
 
     fn sum_impl(&self, dims: &[usize], keepdim: bool, dtype: Option<DType>) -> PyResult<PyTensor> {
         let out_dt = dtype.unwrap_or(if self.dtype.is_float() { self.dtype } else { DType::I64 });
+        if self.is_meta() {
+            return self.meta_reduced(dims, keepdim, out_dt);
+        }
         if !super::is_cpu(&self.t) {
             let work = if out_dt.is_float() { if out_dt == DType::F64 { DType::F64 } else { DType::F32 } } else { DType::I64 };
             let src = cast(&self.t, self.dtype, work)?;
@@ -530,12 +533,15 @@ impl PyTensor {
         let (dim, keepdim) = (dim.or(axis), keepdim || keepdims.unwrap_or(false));
         let dt = opt_dtype(dtype)?.unwrap_or(self.dtype);
         if !dt.is_float() {
-            return Err(dtype_err(format!(
+            return Err(crate::error::not_implemented_err(format!(
                 "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: {}",
                 self.dtype.title()
             )));
         }
         let dims = reduce_dims(dim, self.rank())?;
+        if self.is_meta() {
+            return self.meta_reduced(&dims, keepdim, dt);
+        }
         let n: usize = dims.iter().map(|&d| self.dims()[d]).product();
         let src = cast(&self.t, self.dtype, if dt == DType::F64 { DType::F64 } else { DType::F32 })?;
         if !super::is_cpu(&src) {

@@ -250,8 +250,11 @@ impl PyTensor {
     /// `negative`: whether indices may count from the end (searchsorted's sorter; not torch.gather).
     pub fn gather_impl(&self, dim: i64, index: &PyTensor, negative: bool) -> PyResult<PyTensor> {
         let d = norm_dim(dim, self.rank())?;
-        // torch checks the index dtype only when there is something to gather
-        if !matches!(index.dtype, DType::I64 | DType::I32) && index.t.elem_count() > 0 {
+        // An empty index gathers nothing: torch returns its shape without checking its dtype or rank.
+        if index.t.elem_count() == 0 {
+            return Ok(self.same(Tensor::zeros(index.dims(), self.t.dtype(), self.t.device()).py()?));
+        }
+        if !matches!(index.dtype, DType::I64 | DType::I32) {
             return Err(runtime_err(format!("gather(): Expected dtype int64 for index, got {}", index.dtype.name())));
         }
         if index.rank() != self.rank().max(1) && !(index.rank() <= 1 && self.rank() <= 1) {
@@ -269,7 +272,7 @@ impl PyTensor {
         if !super::is_cpu(&self.t) || !super::is_cpu(&index.t) {
             return self.gather_dev(d, index, negative);
         }
-        let idx = if index.t.elem_count() == 0 { Vec::new() } else { index_values(index, "gather")? };
+        let idx = index_values(index, "gather")?;
         // Read straight from the storage through self's layout: no copy of the input.
         let src = self.t.clone();
         let st: Vec<usize> = src.layout().stride().to_vec();

@@ -603,12 +603,27 @@ impl PyTensor {
     #[pyo3(signature = (*dims))]
     fn flip(&self, dims: &Bound<'_, PyTuple>) -> PyResult<PyTensor> {
         let d: Vec<usize> = shape_args(dims)?.into_iter().map(|x| norm_dim(x, self.rank())).collect::<PyResult<_>>()?;
+        if self.is_meta() {
+            return self.meta_like(self.dims());
+        }
         Ok(self.same(self.t.flip(&d).py()?))
     }
     fn fliplr(&self) -> PyResult<PyTensor> {
+        if self.rank() < 2 {
+            return Err(runtime_err("Input must be >= 2-d."));
+        }
+        if self.is_meta() {
+            return self.meta_like(self.dims());
+        }
         Ok(self.same(self.t.flip(&[1]).py()?))
     }
     fn flipud(&self) -> PyResult<PyTensor> {
+        if self.rank() < 1 {
+            return Err(runtime_err("Input must be >= 1-d."));
+        }
+        if self.is_meta() {
+            return self.meta_like(self.dims());
+        }
         Ok(self.same(self.t.flip(&[0]).py()?))
     }
     /// roll(shifts, dims=None): without dims the flattened tensor rolls and keeps its shape.
@@ -746,6 +761,11 @@ fn cat_impl(tensors: &Bound<'_, PyAny>, dim: i64) -> PyResult<PyTensor> {
                 )));
             }
         }
+    }
+    if ts.iter().any(super::meta::is_meta) {
+        let mut dims = ts[0].dims().to_vec();
+        dims[d] = ts.iter().map(|t| t.dims()[d]).sum();
+        return super::meta::meta_tensor(&dims, dt);
     }
     // Candle hands back a lone input as is; torch's cat always returns new memory.
     let out = if ts.len() == 1 { ts[0].copy() } else { Python::attach(|py| py.detach(|| Tensor::cat(&ts, d))) }.py()?;
