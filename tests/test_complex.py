@@ -72,6 +72,33 @@ CASES = {
                                  z.is_contiguous(), z.T.is_contiguous(), len(z)), Z),
     "masked_fill where-like": (lambda L, z: (z.masked_fill(z.real > 0, 0), z.masked_fill(z.real > 0, 1 + 1j)), Z),
     "isnan isfinite": (lambda L, z: (z.isnan(), z.isfinite(), L.isinf(z)), Z),
+    "math (numpy's complex kernels)": (lambda L, z: (z.sin(), z.cos(), z.tan(), z.sinh(), z.cosh(), z.tanh(),
+                                                     z.asin(), z.acos(), z.atan(), z.asinh(), z.acosh(), z.atanh(),
+                                                     z.log(), z.log2(), z.log10(), z.log1p(), z.sqrt(), z.rsqrt(),
+                                                     z.sigmoid(), z.expm1(), L.sin(z), z ** z, 2 ** z, z ** 0.3,
+                                                     z.pow(2.5), L.sinc(z)), Z),
+    "layout ops on the parts": (lambda L, z: (z.tile((2, 1)), L.rot90(z, 1, (0, 1)), z.unfold(1, 2, 1), z.diagonal(),
+                                              L.diff(z, dim=-1), L.diff(z, prepend=z[:, :1]), z.movedim(0, -1),
+                                              z.tril(), z.triu(1), L.diag(z[0]), L.diag(z), L.diag_embed(z),
+                                              z.flip(dims=(0,)), L.fliplr(z), L.take(z, L.tensor([0, 5])),
+                                              z.gather(1, L.tensor([[0], [1], [3]])), z.cumsum(-1), L.trace(z),
+                                              L.tensor_split(z, 2, 1), z.repeat_interleave(2, 0),
+                                              z.T.tril(), z[:, ::2].diagonal(), z.as_strided((2, 2), (1, 2), 1),
+                                              ), Z),
+    "in place": (lambda L, z: (z.clone().unsqueeze_(0), z.clone().t_(), z.clone().sin_(), z.clone().eq_(z),
+                               z.clone().transpose_(0, -1), z[None].clone().squeeze_(0), z.clone().cumsum_(1),
+                               z.clone().index_add_(0, L.tensor([0, 0]), z[:2]),
+                               z.clone().scatter_(1, L.tensor([[0], [1], [2]]), z[:, :1])), Z),
+    "products and tests": (lambda L, z, w: (z.prod(), z.prod(1), z.cumprod(0), L.isclose(z, w), L.isclose(z, z),
+                                            z.nonzero(), L.count_nonzero(z), z.all(), z.any(1), L.logical_not(z),
+                                            L.logical_and(z, w), z.var(1), z.std(), L.var_mean(z, 0)), Z, W),
+    "norms and linalg": (lambda L, z: (z.norm(), L.linalg.vector_norm(z, 1), L.linalg.norm(z[:3, :3]),
+                                       L.linalg.matrix_norm(z, 1), L.linalg.svdvals(z), L.linalg.inv(z[:3, :3]),
+                                       L.linalg.det(z[:3, :3]), L.linalg.solve(z[:3, :3], z[:, :2]),
+                                       L.linalg.eigvals(z[:3, :3].real)), Z),
+    "complex factories": (lambda L: (L.linspace(0, 1, 5, dtype=L.complex64), L.linspace(1 + 2j, 3 - 1j, 4),
+                                     L.logspace(0, 2, 3, dtype=L.complex128), L.logspace(1j, 2, 4),
+                                     L.eye(3, dtype=L.complex64), L.eye(2, 3, dtype=L.complex128)),),
     "real to complex": (lambda L, z, r: (r.type_as(z), r.cfloat(), r.cdouble(), z.type_as(z), r.double().type_as(z),
                                          L.add(r, z), L.mul(r, z)), Z, R),
 }
@@ -183,13 +210,15 @@ def test_rotary_embedding_llama_style():
 
 def test_unsupported_ops_name_themselves():
     z = to_cb(Z)
-    for call in [lambda: z.sigmoid(), lambda: z.max(), lambda: z < z, lambda: z.softmax(-1), lambda: z.log(),
+    for call in [lambda: z.max(), lambda: z < z, lambda: z.softmax(-1), lambda: z.logsumexp(0),
                  lambda: z.argmax(), lambda: z.clamp(0, 1), lambda: z.relu(), lambda: z // 2, lambda: z.sort(),
-                 lambda: z ** z, lambda: float(z[0, 0]), lambda: z.cumsum(0)]:
+                 lambda: float(z[0, 0]), lambda: z.logcumsumexp(0)]:
         with pytest.raises(NotImplementedError, match="complex64"):
             call()
     with pytest.raises(NotImplementedError, match="complex128"):
-        to_cb(Z64).tanh()
+        to_cb(Z64).logsumexp(0)
+    with pytest.raises(NotImplementedError, match="ComplexFloat"):
+        cb.linalg.lstsq(z, z)  # refused rather than answered differently from torch
 
 
 def test_errors_as_torch():

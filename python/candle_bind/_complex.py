@@ -264,6 +264,12 @@ class ComplexTensor(Tensor):
     def data(self):
         return self
 
+    @data.setter
+    def data(self, value):  # the tensor takes `value`'s memory (resize_, unsqueeze_, ...)
+        if not isinstance(value, ComplexTensor):
+            raise RuntimeError("a complex tensor's data can only be set to a complex tensor")
+        Tensor.data.__set__(self, _pairs(value))
+
     @property
     def T(self):
         return self.permute(*reversed(range(self.dim())))
@@ -402,140 +408,6 @@ class ComplexTensor(Tensor):
             return _C.zeros(*size, dtype=dtype, device=device or self.device)
         return ComplexTensor(_C.zeros(*size, 2, dtype=real_dtype(dtype), device=device or self.device))
 
-    # ---- shape ----
-    def __getitem__(self, index):
-        if not isinstance(index, tuple):
-            index = (index,)
-        if any(i is Ellipsis for i in index):
-            index = index + (slice(None),)
-        else:
-            index = index + (Ellipsis, slice(None))
-        return ComplexTensor(_pairs(self)[index])
-
-    def __setitem__(self, index, value):
-        if not isinstance(index, tuple):
-            index = (index,)
-        index = index + ((slice(None),) if any(i is Ellipsis for i in index) else (Ellipsis, slice(None)))
-        p = _pairs(self)
-        if isinstance(value, ComplexTensor):
-            v = _pairs(value).to(p.dtype)
-        elif isinstance(value, Tensor):
-            v = _C.stack([value.to(p.dtype), _C.zeros_like(value, dtype=p.dtype)], -1)
-        else:
-            value = builtins.complex(value)
-            v = _C.tensor([value.real, value.imag], dtype=p.dtype)
-        p[index] = v
-
-    def reshape(self, *shape):
-        shape = shape[0] if len(shape) == 1 and isinstance(shape[0], (list, tuple)) else shape
-        return ComplexTensor(_pairs(self).reshape(*shape, 2))
-
-    def view(self, *shape):
-        if len(shape) == 1 and isinstance(shape[0], _C.dtype):
-            if shape[0] == self.dtype:
-                return self
-            raise unsupported(f"Tensor.view({shape[0]})", self.dtype)
-        shape = shape[0] if len(shape) == 1 and isinstance(shape[0], (list, tuple)) else shape
-        return ComplexTensor(_pairs(self).view(*shape, 2))
-
-    def reshape_as(self, other):
-        return self.reshape(*other.shape)
-
-    def view_as(self, other):
-        return self.view(*other.shape)
-
-    def permute(self, *dims):
-        dims = dims[0] if len(dims) == 1 and isinstance(dims[0], (list, tuple)) else dims
-        n = self.dim()
-        return ComplexTensor(_pairs(self).permute(*[_dim(d, n) for d in dims], n))
-
-    def transpose(self, dim0, dim1):
-        n = self.dim()
-        if n == 0:
-            return self
-        return ComplexTensor(_pairs(self).transpose(_dim(dim0, n), _dim(dim1, n)))
-
-    swapaxes = swapdims = transpose
-
-    def t(self):
-        if self.dim() > 2:
-            raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {self.dim()}D")
-        return self.transpose(0, 1) if self.dim() == 2 else self
-
-    def unsqueeze(self, dim):
-        n = self.dim() + 1
-        if not -n <= dim < n:
-            raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
-        return ComplexTensor(_pairs(self).unsqueeze(dim + n if dim < 0 else dim))
-
-    def squeeze(self, dim=None):
-        shape = self.shape
-        if dim is None:
-            dims = [i for i, s in enumerate(shape) if s == 1]
-        else:
-            dims = [d for d in _dims(dim, len(shape)) if shape[d] == 1] if shape else []
-        keep = [s for i, s in enumerate(shape) if i not in dims]
-        return ComplexTensor(_pairs(self).reshape(*keep, 2))
-
-    def flatten(self, start_dim=0, end_dim=-1):
-        n = self.dim()
-        if n == 0:
-            return self.reshape(1)
-        s, e = _dim(start_dim, n), _dim(end_dim, n)
-        return ComplexTensor(_pairs(self).flatten(s, e)) if s <= e else self
-
-    def unflatten(self, dim, sizes):
-        return ComplexTensor(_pairs(self).unflatten(_dim(dim, self.dim()), sizes))
-
-    def expand(self, *sizes):
-        sizes = sizes[0] if len(sizes) == 1 and isinstance(sizes[0], (list, tuple)) else sizes
-        return ComplexTensor(_pairs(self).expand(*sizes, 2))
-
-    def broadcast_to(self, size):
-        return self.expand(*size)
-
-    def expand_as(self, other):
-        return self.expand(*other.shape)
-
-    def flip(self, *dims):
-        dims = dims[0] if len(dims) == 1 and isinstance(dims[0], (list, tuple)) else dims
-        return ComplexTensor(_pairs(self).flip(_dims(list(dims), self.dim())))
-
-    def roll(self, shifts, dims=None):
-        if dims is None:
-            return self.flatten().roll(shifts, 0).reshape(*self.shape)
-        dims = _dims(dims, self.dim())
-        return ComplexTensor(_pairs(self).roll(shifts, dims if len(dims) > 1 else dims[0]))
-
-    def narrow(self, dim, start, length):
-        return ComplexTensor(_pairs(self).narrow(_dim(dim, self.dim()), start, length))
-
-    def select(self, dim, index):
-        return ComplexTensor(_pairs(self).select(_dim(dim, self.dim()), index))
-
-    def chunk(self, chunks, dim=0):
-        return tuple(ComplexTensor(p) for p in _pairs(self).chunk(chunks, _dim(dim, self.dim())))
-
-    def split(self, split_size, dim=0):
-        return tuple(ComplexTensor(p) for p in _pairs(self).split(split_size, _dim(dim, self.dim())))
-
-    def unbind(self, dim=0):
-        return tuple(ComplexTensor(p) for p in _pairs(self).unbind(_dim(dim, self.dim())))
-
-    def repeat(self, *sizes):
-        sizes = sizes[0] if len(sizes) == 1 and isinstance(sizes[0], (list, tuple)) else sizes
-        return ComplexTensor(_pairs(self).repeat(*sizes, 1))
-
-    def index_select(self, dim, index):
-        return ComplexTensor(_pairs(self).index_select(_dim(dim, self.dim()), index))
-
-    def masked_fill(self, mask, value):
-        value = builtins.complex(value.item() if isinstance(value, Tensor) else value)
-        p = _pairs(self)
-        m = mask.unsqueeze(-1)
-        fill = _C.tensor([value.real, value.imag], dtype=p.dtype)
-        return ComplexTensor(_C.where(m, fill, p))
-
     # ---- arithmetic ----
     def __add__(self, other):
         return _binary("add", self, other)
@@ -634,26 +506,6 @@ class ComplexTensor(Tensor):
     def __pos__(self):
         return self
 
-    def __pow__(self, exponent):
-        if isinstance(exponent, Tensor) or not isinstance(exponent, numbers.Number):
-            raise unsupported("Tensor.pow with a tensor exponent", self.dtype)
-        if exponent == 2:
-            return self * self
-        if exponent == 1:
-            return self.clone()
-        if exponent == 0:
-            return _make(_C.ones_like(self.real), None, real_dtype(self.dtype))
-        if _is_complex_number(exponent):
-            raise unsupported("Tensor.pow with a complex exponent", self.dtype)
-        r = self.abs() ** exponent
-        th = self.angle() * exponent
-        return _join(r * th.cos(), r * th.sin())
-
-    pow = __pow__
-
-    def __rpow__(self, base):
-        raise unsupported("pow(number, complex tensor)", self.dtype)
-
     def square(self):
         return self * self
 
@@ -689,73 +541,6 @@ class ComplexTensor(Tensor):
     def allclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
         return bool(((self - other).abs() <= atol + rtol * (other.abs() if isinstance(other, Tensor) else abs(other))).all())
 
-    # ---- complex math ----
-    def abs(self):
-        if self.device.type == "cpu":  # numpy's hypot over the host memory: one pass, any strides
-            import numpy as np
-
-            c = _host_view(self)
-            out = np.empty(c.shape, c.real.dtype)
-            return _C.from_numpy(np.abs(c, out=out))
-        re, im = self.real, self.imag
-        return (re * re + im * im).sqrt()
-
-    __abs__ = absolute = abs
-
-    def angle(self):
-        from ._math_ops import atan2
-
-        return atan2(self.imag, self.real)
-
-    def conj(self):
-        p = _pairs(self)
-        return _join(p[..., 0], -p[..., 1])
-
-    conj_physical = conj
-
-    def resolve_conj(self):
-        return self
-
-    def resolve_neg(self):
-        return self
-
-    def exp(self):
-        re, im = self.real, self.imag
-        m = re.exp()
-        return _join(m * im.cos(), m * im.sin())
-
-    def reciprocal(self):
-        return _binary("div", 1.0, self)
-
-    def sgn(self):
-        p = _pairs(self)
-        a = self.abs().unsqueeze(-1)
-        return ComplexTensor(_C.where(a == 0, _C.zeros_like(p), p / a))
-
-    def isnan(self):
-        return _pairs(self).isnan().any(-1)
-
-    def isfinite(self):
-        return _pairs(self).isfinite().all(-1)
-
-    def isinf(self):
-        return _pairs(self).isinf().any(-1)
-
-    # ---- reductions ----
-    def sum(self, dim=None, keepdim=False, *, dtype=None):
-        p = _pairs(self)
-        if dtype is not None:
-            p = p.to(real_dtype(dtype))
-        dims = _dims(dim, self.dim())
-        return ComplexTensor(p.sum(dims, keepdim) if dims else p.clone())
-
-    def mean(self, dim=None, keepdim=False, *, dtype=None):
-        p = _pairs(self)
-        if dtype is not None:
-            p = p.to(real_dtype(dtype))
-        dims = _dims(dim, self.dim())
-        return ComplexTensor(p.mean(dims, keepdim) if dims else p.clone())
-
 
 def _cpp(dtype) -> str:
     if is_complex_dtype(dtype):
@@ -787,7 +572,8 @@ def dtype_title(dtype) -> str:
 # Methods the class above does not define raise rather than compute on the interleaved floats.
 _KEEP = {"device", "is_cpu", "is_cuda", "is_meta", "requires_grad", "is_leaf", "grad_fn", "data_ptr", "get_device",
          "retain_grad", "is_sparse", "is_quantized", "is_nested", "layout", "names", "pin_memory", "is_pinned",
-         "share_memory_", "is_shared", "untyped_storage", "storage_offset", "_assign_result", "dim_order"}
+         "share_memory_", "is_shared", "untyped_storage", "storage_offset", "_assign_result", "dim_order",
+         "stft", "istft"}  # torch.stft/istft take complex tensors (candle_bind/_spectral.py)
 _OP_DUNDERS = {"__and__", "__rand__", "__or__", "__ror__", "__xor__", "__rxor__", "__invert__", "__floordiv__",
                "__rfloordiv__", "__mod__", "__rmod__", "__lt__", "__le__", "__gt__", "__ge__", "__float__", "__int__",
                "__index__", "__iand__", "__ior__", "__ixor__", "__ifloordiv__", "__imod__", "__dlpack__",
@@ -850,4 +636,33 @@ def _complex_matmul(a, b):
     return _join(ar @ br - ai @ bi, ar @ bi + ai @ br)
 
 
+def _adopt(family) -> None:
+    """Gives ComplexTensor the methods of a family's class body (_complex_shape.py, _complex_math.py)."""
+    for name, value in vars(family).items():
+        if name not in ("__module__", "__qualname__", "__doc__", "__dict__", "__weakref__"):
+            setattr(ComplexTensor, name, value)
+
+
+from . import _complex_math, _complex_shape  # noqa: E402,F401  (their methods join the class)
+
+
+def _inplace(name: str):
+    def method(self, *args, **kwargs):
+        result = getattr(self, name)(*args, **kwargs)
+        return self._assign(result if isinstance(result, ComplexTensor) else complex_from_real(result, self.dtype))
+
+    method.__name__ = method.__qualname__ = name + "_"
+    return method
+
+
+def _install_inplace() -> None:
+    """x.sin_(), x.eq_(y), ...: the out-of-place result written back (a real one as complex)."""
+    own = ComplexTensor.__dict__
+    for name in list(own):
+        if not name.startswith("_") and callable(own[name]) and hasattr(Tensor, name + "_") \
+                and name + "_" not in own:
+            setattr(ComplexTensor, name + "_", _inplace(name))
+
+
+_install_inplace()
 _install_guards()

@@ -34,16 +34,24 @@ def _writes_out(fn):
     return wrapper
 
 
+# Their complex paths do not match torch yet (pivoting by |re|+|im|, complex Householder, ...): refused.
+_REAL_ONLY = {"cholesky_inverse", "cholesky_solve", "linalg.householder_product", "torch.linalg.ldl_factor",
+              "torch.linalg.ldl_factor_ex", "torch.linalg.ldl_solve", "linalg.lstsq", "linalg.lu", "linalg.lu_factor",
+              "linalg.lu_factor_ex", "torch.lu", "linalg.lu_solve", "lu_solve", "linalg.matrix_sqrth", "linalg.pinv",
+              "linalg.polar", "logdet", "linalg.matrix_exp", "ormqr", "geqrf", "torch.lu_unpack", "triangular_solve",
+              "linalg.ldl_factor", "linalg.ldl_factor_ex", "linalg.ldl_solve"}
+
+
 def _check(fn: str, A, *, square=False, min_dim=2, arg="A") -> None:
     if not isinstance(A, Tensor):
         raise TypeError(f"{fn.replace('.', '_')}(): argument '{arg}' (position 1) must be Tensor, not "
                         f"{builtins.type(A).__name__}")
     if A.dim() < min_dim:
         raise RuntimeError(f"{fn}: The input tensor {arg} must have at least {min_dim} dimensions.")
-    if not A.is_floating_point():
+    if not (A.is_floating_point() or A.is_complex() and fn not in _REAL_ONLY):
         raise NotImplementedError(f"{fn}: Expected a floating point or complex tensor as input. Got "
                                   f"{dtype_title(A.dtype)}")
-    if A.dtype not in (_C.float32, _C.float64):
+    if A.dtype not in (_C.float32, _C.float64, _C.complex64, _C.complex128):
         # LAPACK has no half precision: torch's CPU kernels are not built for it either
         raise NotImplementedError(f"\"{fn.replace('.', '_')}_cpu\" not implemented for '{dtype_title(A.dtype)}'")
     if square and A.shape[-1] != A.shape[-2]:
@@ -86,9 +94,23 @@ def _np_dtype(dtype):
 
 def _back(arr, like: Tensor, dtype=None) -> Tensor:
     """A LAPACK result as a tensor of `like`'s dtype (or `dtype`) on `like`'s device."""
-    arr = np.array(arr, dtype=_np_dtype(dtype or like.dtype), order="C")
-    out = _C.from_numpy(arr)
+    want = dtype or like.dtype
+    if want in (_C.complex64, _C.complex128) or np.iscomplexobj(arr):
+        out = _back_complex(arr, want)
+    else:
+        out = _C.from_numpy(np.array(arr, dtype=_np_dtype(want), order="C"))
     return out if like.device.type == "cpu" else out.to(like.device)
+
+
+def _back_complex(arr, want):
+    """numpy's complex result as a ComplexTensor; a real one (singular values, norms, logabsdet) for a
+    complex input is real of its parts' precision, as torch's."""
+    from .._complex import from_numpy_complex, real_dtype
+
+    parts = np.float64 if real_dtype(want) == _C.float64 else np.float32
+    if np.iscomplexobj(arr):
+        return from_numpy_complex(arr, parts)
+    return _C.from_numpy(np.array(arr, dtype=parts, order="C"))
 
 
 def _int32(arr, like: Tensor) -> Tensor:

@@ -32,6 +32,8 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     _need_float("linalg.vector_norm", x)
     if dtype is not None:
         x = x.to(dtype)
+    if x.is_complex():  # the norm of the moduli, real
+        x = x.abs()
     out_dtype = x.dtype
     if x.dtype in (_C.float16, _C.bfloat16):  # torch accumulates half precision in float32
         x = x.float()
@@ -75,7 +77,7 @@ def _need_float(fn: str, x) -> None:
     if not isinstance(x, Tensor):
         raise TypeError(f"{fn.replace('.', '_')}(): argument 'input' (position 1) must be Tensor, not "
                         f"{builtins.type(x).__name__}")
-    if not x.is_floating_point():
+    if not (x.is_floating_point() or x.is_complex()):
         raise NotImplementedError(f"{fn}: Expected a floating point or complex tensor as input. Got "
                                   f"{dtype_title(x.dtype)}")
 
@@ -95,6 +97,10 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
     d0, d1 = (_dims(d, A.dim())[0] for d in dim)
     if d0 == d1:
         raise RuntimeError(f"linalg.matrix_norm: dims must be different. Got ({dim[0]}, {dim[1]})")
+    if A.is_complex() and ord == "nuc":
+        raise NotImplementedError("linalg.matrix_norm: ord='nuc' of a complex tensor is not supported by candle_bind yet")
+    if A.is_complex() and ord not in ("nuc", 2, -2):  # only the moduli count (svdvals take complex A)
+        A = A.abs()
     if ord == "fro":
         r = (A * A).sum([d0, d1], keepdim=True).sqrt()
     elif ord in ("nuc", 2, -2):

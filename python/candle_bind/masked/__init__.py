@@ -256,12 +256,19 @@ def _std_var(input, dim, unbiased, *, correction_opt, keepdim, dtype, mask, take
     return output.sqrt() if take_sqrt else output
 
 
+def _real_only(name, input):
+    if input.is_complex():
+        raise NotImplementedError(f"torch.masked.{name} is not supported for complex tensors by candle_bind yet")
+
+
 def var(input, dim=None, unbiased=None, *, correction=None, keepdim=False, dtype=None, mask=None):
+    _real_only("var", input)
     return _std_var(input, dim, unbiased, correction_opt=correction, keepdim=keepdim, dtype=dtype, mask=mask,
                     take_sqrt=False)
 
 
 def std(input, dim=None, unbiased=None, *, correction=None, keepdim=False, dtype=None, mask=None):
+    _real_only("std", input)
     return _std_var(input, dim, unbiased, correction_opt=correction, keepdim=keepdim, dtype=dtype, mask=mask,
                     take_sqrt=True)
 

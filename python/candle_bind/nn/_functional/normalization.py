@@ -30,6 +30,8 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
 def rms_norm(input, normalized_shape, weight=None, eps=None):
     """x / sqrt(mean(x²) + eps) · weight over the trailing dims; eps None means finfo(dtype).eps."""
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if input.is_complex():
+        raise NotImplementedError("rms_norm is not supported for complex tensors by candle_bind yet")
     _check_normalized(input, shape, weight)
     if eps is None:
         eps = _C_finfo_eps(input.dtype)
