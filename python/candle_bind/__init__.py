@@ -242,7 +242,7 @@ del _name, _target
 # Op families in modules of their own. Each module lists FUNCTIONS (torch.<name>), METHODS (Tensor.<name>,
 # set only where the Rust Tensor has none) and INPLACE (Tensor.<name>_ from the method, torch's in-place rule).
 # Keep these modules light at import (numpy/scipy-style dependencies load inside the functions).
-_OP_FAMILIES = ("_blas_ops", "_layout_ops", "_math_ops", "_reduce_ops", "_shape_ops", "_scatter_ops", "_nn_ops", "_stats_ops", "_calculus_ops", "_numeric_ops", "_random_ops", "_linalg_entry", "_special_ops", "_opmath", "_dtype_rules")
+_OP_FAMILIES = ("_blas_ops", "_layout_ops", "_math_ops", "_reduce_ops", "_shape_ops", "_scatter_ops", "_nn_ops", "_stats_ops", "_calculus_ops", "_numeric_ops", "_random_ops", "_linalg_entry", "_special_ops", "_opmath", "_dtype_rules", "_spectral_ops")
 _FAMILY_FUNCTIONS = []
 
 
@@ -277,12 +277,22 @@ def pow(input, exponent, **kwargs):  # noqa: A001
 
 def max(input, dim=None, keepdim=False, *, out=None):  # noqa: A001
     """torch.max(input), torch.max(input, dim, keepdim) or torch.max(input, other)."""
-    return input.max(dim, keepdim)
+    try:
+        return input.max(dim, keepdim)
+    except AttributeError:
+        if isinstance(input, Tensor):
+            raise
+        raise TypeError(f"max(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}") from None
 
 
 def min(input, dim=None, keepdim=False, *, out=None):  # noqa: A001
     """torch.min(input), torch.min(input, dim, keepdim) or torch.min(input, other)."""
-    return input.min(dim, keepdim)
+    try:
+        return input.min(dim, keepdim)
+    except AttributeError:
+        if isinstance(input, Tensor):
+            raise
+        raise TypeError(f"min(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}") from None
 
 
 def where(condition, input=None, other=None):
@@ -316,6 +326,8 @@ def broadcast_shapes(*shapes):
 
 
 def hstack(tensors):
+    if not tensors:
+        raise RuntimeError("hstack expects a non-empty TensorList")
     return cat(tensors, 0 if tensors[0].dim() == 1 else 1)
 
 
@@ -422,6 +434,8 @@ def _einsum_pair(aligned, letters, inputs, rhs, sizes):
 def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False):
     """linspace with torch's symmetric evaluation (steps 0 and 1 included)."""
     steps = _check_space_args("linspace", start, end, steps, dtype)
+    if dtype is not None and dtype.is_complex or _complex_ops.any_complex(start, end):
+        return _complex_ops.space("linspace", start, end, steps, None, dtype, device)
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
     if steps == 0:
@@ -465,6 +479,8 @@ def _check_space_args(name, start, end, steps, dtype):
 
 def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
     steps = _check_space_args("logspace", start, end, steps, dtype)
+    if dtype is not None and dtype.is_complex or _complex_ops.any_complex(start, end):
+        return _complex_ops.space("logspace", start, end, steps, base, dtype, device)
     if dtype is not None and not (dtype.is_floating_point or dtype.is_complex) and dtype != bool:
         # torch's integral kernel casts the ends to the dtype first (logspace(0, 1.2, 2) -> [1, 10])
         start, end = _int_end(start), _int_end(end)

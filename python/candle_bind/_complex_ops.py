@@ -31,7 +31,13 @@ def view_as_complex(input):
     return ComplexTensor(input)
 
 
-def complex(real, imag):  # noqa: A001 - torch's name
+def complex(real, imag, *, out=None):  # noqa: A001 - torch's name
+    if out is not None:
+        result = complex(real, imag)
+        if out.dtype != result.dtype:
+            raise RuntimeError(f"Expected object of scalar type {dtype_title(result.dtype)} but got scalar type "
+                               f"{dtype_title(out.dtype)} for argument 'out'")
+        return out.copy_(result)
     for n, x in (("real", real), ("imag", imag)):
         if not isinstance(x, Tensor):
             raise TypeError(f"complex(): argument '{n}' (position {1 + (n == 'imag')}) must be Tensor, not "
@@ -181,6 +187,44 @@ def _like_factory(kind: str, plain):
     return like
 
 
+def _eye_factory(plain):
+    def eye(n, m=None, *, dtype=None, device=None, **kwargs):
+        for what, v in (("n", n), ("m", m)):
+            if isinstance(v, int) and v < 0:  # (not the native OverflowError)
+                raise RuntimeError(f"{what} must be greater or equal to 0, got {v}")
+        if dtype is None or not is_complex_dtype(dtype):
+            return plain(n, m, dtype=dtype, device=device, **kwargs) if m is not None else \
+                plain(n, dtype=dtype, device=device, **kwargs)
+        real = plain(n, n if m is None else m, dtype=real_dtype(dtype), device=device)
+        return complex_from_real(real, dtype)
+
+    eye.__doc__ = plain.__doc__
+    return eye
+
+
+def any_complex(*values) -> bool:
+    """Whether a Python complex number or a complex tensor is among `values`."""
+    return any(isinstance(v, (builtins.complex, ComplexTensor)) for v in values)
+
+
+def space(kind: str, start, end, steps: int, base, dtype, device):
+    """linspace/logspace with complex ends or dtype: linspace is linear, so each part is the real linspace of
+    its parts' ends; logspace is base ** that (numpy's complex pow, in double)."""
+    import numpy as np
+
+    from . import linspace
+
+    start, end = (builtins.complex(v.item() if isinstance(v, Tensor) else v) for v in (start, end))
+    dtype = dtype if dtype is not None and is_complex_dtype(dtype) else _default_complex()
+    wide = _C.float64 if kind == "logspace" else real_dtype(dtype)
+    lin = _join(linspace(start.real, end.real, steps, dtype=wide), linspace(start.imag, end.imag, steps, dtype=wide))
+    if kind == "logspace":
+        with np.errstate(all="ignore"):
+            lin = from_numpy_complex(np.power(builtins.complex(base), lin.numpy()), np.float64)
+    out = lin.to(dtype)
+    return out if device is None else out.to(device)
+
+
 def _promote_all(tensors):
     rd = _C.float32
     for t in tensors:
@@ -191,6 +235,8 @@ def _promote_all(tensors):
 
 
 def cat(tensors, dim=0, **kwargs):
+    if type(tensors) in (list, tuple) and not tensors:  # (a Tensor here is the native cat's TypeError)
+        raise ValueError("cat(): expected a non-empty list of Tensors")
     for t in tensors:  # (a plain loop: torch.cat is hot, and a real tensor's cat must stay cheap)
         if type(t) is ComplexTensor:
             n = builtins.max(t.dim() for t in tensors)
@@ -269,6 +315,57 @@ def conj(input):
     return input.conj() if isinstance(input, ComplexTensor) else input
 
 
+# torch functions whose `input` may be a Python number (torch's Scalar overloads): with any `other`, or only
+# with a tensor `other` (torch.pow(2, t) works, torch.pow(2, 3) and torch.eq(2, t) raise TypeError).
+_NUMBER_INPUT_ANY = frozenset(("add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide",
+                               "floor_divide"))
+_NUMBER_INPUT_TENSOR = frozenset(("pow", "float_power", "remainder", "xlogy", "bitwise_and", "bitwise_or",
+                                  "bitwise_xor", "bitwise_left_shift", "bitwise_right_shift"))
+
+
+def _number_input_ok(name, args, kwargs) -> bool:
+    if name in _NUMBER_INPUT_ANY:
+        return True
+    other = args[0] if args else kwargs.get("other", kwargs.get("exponent"))
+    return name in _NUMBER_INPUT_TENSOR and isinstance(other, Tensor)
+
+
+def _span(t):
+    """The byte range a tensor's elements occupy in its storage (None when empty)."""
+    if t.numel() == 0:
+        return None
+    start = t.data_ptr()
+    last = builtins.sum((n - 1) * s for n, s in zip(t.shape, t.stride()) if n > 1)
+    return start, start + (last + 1) * t.element_size()
+
+
+def _overlap(a, b) -> bool:
+    sa, sb = _span(a), _span(b)
+    return sa is not None and sb is not None and sa[0] < sb[1] and sb[0] < sa[1]
+
+
+def _with_out(plain, input, args, kwargs):
+    """torch.<op>(..., out=) for a native method that has no out=: torch's overlap checks, then the result
+    copied into `out` (a tuple of tensors for a tuple result) with torch's dtype check."""
+    from ._ops import _write_out
+
+    kwargs = dict(kwargs)
+    out = kwargs.pop("out")
+    outs = tuple(out) if isinstance(out, (tuple, list)) else (out,)
+    for i, o in enumerate(outs):
+        if any(_overlap(o, p) for p in outs[:i]):
+            raise ValueError("out tensors must not overlap")
+        if any(isinstance(x, Tensor) and _overlap(o, x) for x in (input, *args, *kwargs.values())):
+            raise RuntimeError("unsupported operation: some elements of the input tensor and the written-to tensor "
+                               "refer to a single memory location. Please clone() the tensor before performing the "
+                               "operation.")
+    result = plain(input, *args, **kwargs)
+    if not isinstance(out, (tuple, list)):
+        return _write_out(result, out)
+    return type(result)(*(_write_out(r, o) for r, o in zip(result, outs))) if hasattr(result, "_fields") else \
+        tuple(_write_out(r, o) for r, o in zip(result, outs))
+
+
 def _dispatching(name: str, plain):
     """torch.<name>(input, ...), which is Tensor.<name>: for a complex input (or a complex second operand)
     the complex tensor's method, implemented above or raising; otherwise the method itself."""
@@ -279,10 +376,15 @@ def _dispatching(name: str, plain):
             return getattr(input, name)(*args, **kwargs)
         try:
             return plain(input, *args, **kwargs) if args or kwargs else plain(input)  # (no empty unpacking: faster)
-        except TypeError as e:
+        except (TypeError, AttributeError) as e:  # (a composite reading a number's .dtype: AttributeError)
+            if "out" in kwargs and "'out'" in str(e):  # a native method without out=: torch's out= semantics
+                return _with_out(plain, input, args, kwargs)
             if isinstance(input, Tensor) or not isinstance(input, (builtins.bool, builtins.int, builtins.float)) \
                     or "invalid combination of arguments" in str(e):  # refused as torch's parser refuses it
                 raise
+            if not _number_input_ok(name, args, kwargs):  # torch.eq(2, t), torch.atan2(2, t): torch's TypeError
+                raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not "
+                                f"{type(input).__name__}") from None
         # torch.div(7, 2, rounding_mode="trunc") (LED/Longformer): a Python number input is a 0-d tensor
         return function(_C.tensor(input), *args, **kwargs)
 
@@ -322,6 +424,7 @@ def install(namespace: dict) -> None:
     namespace["full"] = _full_factory(namespace["full"])
     namespace["full_like"] = _like_factory("full", namespace["full_like"])
     namespace["where"] = _where_function(namespace["where"])
+    namespace["eye"] = _eye_factory(namespace["eye"])
     _install_tensor_methods()
 
 

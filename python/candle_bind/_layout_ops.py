@@ -25,8 +25,13 @@ def movedim(input, source, destination):
         raise RuntimeError(f"movedim: Invalid source or destination dims: source ({src} dims) should contain the "
                            f"same number of dims as destination ({dst} dims)")
     n = input.dim()
-    src = [s % n if n else s for s in src]
-    dst = [d % n if n else d for d in dst]
+    src_in, dst_in = src, dst
+    src, dst = [_dim(s, n) for s in src], [_dim(d, n) for d in dst]  # torch's IndexError
+    for what, dims, given in (("source", src, src_in), ("destination", dst, dst_in)):
+        if len(set(dims)) != len(dims):
+            raise RuntimeError(f"movedim: repeated dim in `{what}` ({given})")
+    if n == 0:
+        return input
     order = [None] * n
     for s, d in zip(src, dst):
         order[d] = s
@@ -141,6 +146,9 @@ def diagonal(input, offset=0, dim1=0, dim2=1):
 
 
 def diag_embed(input, offset=0, dim1=-2, dim2=-1):
+    d1, d2 = _dim(dim1, input.dim() + 1), _dim(dim2, input.dim() + 1)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
     n = input.shape[-1] + builtins.abs(offset)
     out = _C.zeros(*input.shape[:-1], n, n, dtype=input.dtype, device=input.device)
     idx = _C.arange(input.shape[-1], device=input.device)

@@ -21,6 +21,8 @@ _kernel_norm = Tensor.norm
 
 def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
     if p == "nuc":
+        if input.is_complex():
+            raise NotImplementedError("norm(p='nuc') is not supported for complex tensors by candle_bind yet")
         from .linalg import matrix_norm
 
         if dim is None and input.dim() != 2:

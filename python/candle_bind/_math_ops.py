@@ -94,6 +94,9 @@ arcsinh, arccosh, arctanh = asinh, acosh, atanh
 
 
 def float_power(input, exponent):
+    if not isinstance(input, Tensor) and not isinstance(exponent, Tensor):
+        raise TypeError("float_power() received an invalid combination of arguments - got "
+                        f"({type(input).__name__}, {type(exponent).__name__})")
     base = input.double() if isinstance(input, Tensor) else _C.tensor(input, dtype=_C.float64)
     return base.pow(exponent.double() if isinstance(exponent, Tensor) else exponent)
 

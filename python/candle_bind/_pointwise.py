@@ -52,6 +52,8 @@ def logit(input, eps=None):
 
 def rsub(input, other, *, alpha=1):
     """other - alpha * input."""
+    if not isinstance(input, Tensor):  # torch has no Scalar `input` overload (torch.rsub(2, t))
+        raise TypeError(f"rsub(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
     return other - (input * alpha if alpha != 1 else input)
 
 

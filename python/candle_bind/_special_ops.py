@@ -9,7 +9,7 @@ import math
 
 from . import _C
 from ._C import Tensor
-from ._ops import _write_out
+from ._ops import _need_tensor, _write_out
 from ._tensor import not_implemented
 
 _HALF = (_C.float16, _C.bfloat16)
@@ -94,10 +94,14 @@ def mvlgamma(input, p, *, out=None):
 
 
 def igamma(input, other, *, out=None):
+    _need_tensor("igamma", "input", 1, input)  # torch has no Scalar overloads here
+    _need_tensor("igamma", "other", 2, other)
     return binary("igamma", input, other, out=out, ints=False)
 
 
 def igammac(input, other, *, out=None):
+    _need_tensor("igammac", "input", 1, input)  # torch has no Scalar overloads here
+    _need_tensor("igammac", "other", 2, other)
     return binary("igammac", input, other, out=out, ints=False)
 
 

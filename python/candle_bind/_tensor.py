@@ -162,6 +162,9 @@ def check_scalar_fits(value, dtype) -> None:
         if value.dtype == dtype or value.numel() != 1 or value.is_meta:
             return
         value = value.item()
+    if isinstance(value, complex) and value.imag != 0 and not repr(dtype).rsplit(".", 1)[-1].startswith("complex"):
+        name = repr(dtype).rsplit(".", 1)[-1]
+        raise RuntimeError(f"value cannot be converted to type {_CPP_TYPES.get(name, name)} without overflow")
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return
     name = repr(dtype).rsplit(".", 1)[-1]
@@ -336,7 +339,20 @@ def _wrap_checks() -> None:
     wrap("argmax", no_bool("argmax(): does not support bool input"))
     wrap("argmin", no_bool("argmin(): does not support bool input"))
     wrap("topk", no_bool("topk does not support bool dtypes on CPU"))
-    wrap("kthvalue", no_bool("\"kthvalue_cpu\" not implemented for 'Bool'"))
+    def kthvalue_check(self, k=None, dim=-1, *rest, **kw):
+        if self.dtype == _BOOL:
+            raise NotImplementedError("\"kthvalue_cpu\" not implemented for 'Bool'")
+        dim = kw.get("dim", dim)
+        if isinstance(k, int) and isinstance(dim, int):  # the native kernel's IndexError is torch's RuntimeError
+            n = self.dim()
+            lo, hi = (-n, n - 1) if n else (-1, 0)
+            if not lo <= dim <= hi:
+                raise IndexError(f"Dimension out of range (expected to be in range of [{lo}, {hi}], but got {dim})")
+            d = dim % n if n else 0
+            if not 1 <= k <= (self.shape[d] if n else 1):
+                raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}")
+
+    wrap("kthvalue", kthvalue_check)
 
     def squeeze_check(self, dim=None, *rest, **kw):
         if isinstance(dim, (list, tuple)):
@@ -512,6 +528,9 @@ def isclose(input: Tensor, other, rtol: float = 1e-05, atol: float = 1e-08, equa
         raise TypeError(f"isclose(): argument 'other' (position 2) must be Tensor, not {type(other).__name__}")
     if input.dtype != other.dtype:
         raise RuntimeError(f"{input.dtype} did not match {other.dtype}")
+    if rtol < 0 or atol < 0:
+        raise RuntimeError(f"{'rtol' if rtol < 0 else 'atol'} must be greater than or equal to zero, but got "
+                           f"{rtol if rtol < 0 else atol}")
     close = input == other
     if input.is_floating_point():
         a, b = input.double(), other.double()
@@ -564,9 +583,10 @@ class _TypedTensorMeta(type):
     def __call__(cls, *args):
         from . import tensor, zeros
 
+        # always on the CPU, as torch's legacy constructors: a `with torch.device("meta")` build keeps data
         if len(args) == 1 and not isinstance(args[0], int):
-            return tensor(args[0], dtype=cls.dtype)
-        return zeros(*args, dtype=cls.dtype)
+            return tensor(args[0], dtype=cls.dtype, device="cpu")
+        return zeros(*args, dtype=cls.dtype, device="cpu")
 
 
 def _typed_tensor(name: str, dtype) -> type:

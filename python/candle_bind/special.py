@@ -95,6 +95,9 @@ def zeta(input, other, *, out=None):
 
 def xlog1py(input, other, *, out=None):
     """input * log1p(other): 0 where input is 0, NaN where other is NaN (torch's order)."""
+    if not isinstance(input, Tensor) and not isinstance(other, Tensor):
+        raise TypeError("special_xlog1py() received an invalid combination of arguments - got "
+                        f"({type(input).__name__}, {type(other).__name__})")
     dtype = _C.result_type(input, other)
     if not dtype.is_floating_point:
         dtype = _C.get_default_dtype()

@@ -33,6 +33,11 @@ def vecdot(x, y, *, dim=-1):
 def cross(input, other, *, dim=-1):
     from .._ops import cross as _cross
 
+    if input.dim() != other.dim():  # linalg.cross does not broadcast ranks (torch.cross does)
+        raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
+    if input.shape[dim] != 3 or other.shape[dim] != 3:
+        raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got {input.shape[dim]} and "
+                           f"{other.shape[dim]}")
     return _cross(input, other, dim)
 
 
