@@ -1,7 +1,8 @@
 """OpInfo conformance: torch's own operator database run against candle_bind, torch as the oracle.
 
 For every OpInfo in `torch.testing._internal.common_methods_invocations.op_db` and each dtype torch's CPU
-supports (float32, int64, bool by default), every `sample_inputs` sample is converted to candle_bind and
+supports that candle_bind has too (float32/64, float16, bfloat16, the ints, uint8, bool, complex64/128
+by default), every `sample_inputs` sample is converted to candle_bind and
 sent through the same entry point (torch.X / Tensor.X / Tensor.X_ / nn.functional.X / linalg.X / ... and
 aliases), then compared with torch's output. Outcome per (entry, dtype, sample): pass / mismatch / error
 (we raised, torch did not) / missing (no such entry point) / panic (a Rust PanicException reached Python) /
@@ -31,8 +32,9 @@ import traceback
 import types
 import unittest
 
-# Every dtype torch's CPU has that candle_bind has too (complex: not yet run).
-DEFAULT_DTYPES = ("float32", "float64", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool")
+# Every dtype torch's CPU has that candle_bind has too.
+DEFAULT_DTYPES = ("float32", "float64", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool",
+                  "complex64", "complex128")
 NAMESPACES = ("nn.functional", "linalg", "special", "fft", "masked", "signal.windows", "sparse")
 
 # Ops whose outputs are random or uninitialised: only shape and dtype are compared.
