@@ -485,8 +485,10 @@ where
         return super::meta::meta_tensor(x.dims(), out_dtype);
     }
     if !is_cpu(&x.t) {
-        let t = cast(&x.t, x.dtype, out_dtype)?;
-        return Ok(PyTensor::new(on_device(&t)?, out_dtype));
+        // half precision computes in f32 and rounds once, as the CPU path and torch do
+        let work = if matches!(out_dtype, DType::F16 | DType::BF16) { DType::F32 } else { out_dtype };
+        let t = cast(&x.t, x.dtype, work)?;
+        return Ok(PyTensor::new(cast(&on_device(&t)?, work, out_dtype)?, out_dtype));
     }
     let work = |t: &Tensor| -> PyResult<Tensor> {
         match out_dtype {

@@ -109,6 +109,9 @@ where
 fn rows_dev(t: &Tensor, dims: &[usize], keepdim: bool, f: impl FnOnce(&Tensor, usize) -> PyResult<Tensor>) -> PyResult<Tensor> {
     let (t, row, out_dims) = reduced_last(t, dims, keepdim)?;
     let n_out: usize = out_dims.iter().product();
+    if n_out == 0 {
+        return Tensor::zeros(out_dims, t.dtype(), t.device()).py(); // nothing to reduce into
+    }
     let r = f(&t.reshape((n_out, row)).py()?, row)?;
     r.reshape(out_dims).py()
 }
