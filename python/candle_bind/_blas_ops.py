@@ -210,13 +210,18 @@ def dist(input, other, p=2):
     return d.pow(p).sum().pow(1.0 / p)
 
 
+def ger(input, vec2):
+    """torch.ger: the outer product under its deprecated name."""
+    return input.outer(vec2)
+
+
 # Tensor methods torch has under the same names (set where the Rust Tensor has none).
 METHODS = (
-    "addmm", "baddbmm", "addbmm", "addmv", "addcmul", "addcdiv", "vdot", "inner", "kron", "cross",
+    "addmm", "baddbmm", "addbmm", "addmv", "addcmul", "addcdiv", "vdot", "inner", "kron", "cross", "ger",
 )
 FUNCTIONS = (
     "addmm", "baddbmm", "addbmm", "addmv", "addcmul", "addcdiv", "vdot", "inner", "kron", "cross",
-    "chain_matmul", "tensordot", "cdist", "dist", "grouped_mm",
+    "chain_matmul", "tensordot", "cdist", "dist", "grouped_mm", "ger",
 )
 INPLACE = (
     "addmm", "baddbmm", "addbmm", "addmv", "addcmul", "addcdiv",
