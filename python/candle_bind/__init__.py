@@ -445,19 +445,19 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False)
     start, end = _builtins.float(start), _builtins.float(end)
     if dtype is not None and not (dtype.is_floating_point or dtype.is_complex) and dtype != bool:
         start, end = _int_end(start), _int_end(end)  # as torch's integral kernel
-    return _space(start, end, steps, dtype).to(dtype or get_default_dtype(), device=device)
+    return _space(start, end, steps, dtype, device).to(dtype or get_default_dtype(), device=device)
 
 
-def _space(start, end, steps, dtype):
+def _space(start, end, steps, dtype, device=None):
     """linspace's values before the cast to `dtype`: the first half counts up from `start`, the second down
     from `end`, as torch's kernel does. In float64 natively (a size check before anything is allocated);
     for float16/bfloat16 torch rounds the ends to the dtype and steps in float32 (its opmath)."""
     work = float64
     if dtype in (float16, bfloat16):
-        start, end = tensor([start, end], dtype=float64).to(dtype).tolist()
+        start, end = tensor([start, end], dtype=float64, device="cpu").to(dtype).tolist()
         work = float32
     step = (end - start) / (steps - 1)
-    i = arange(steps, dtype=work)
+    i = arange(steps, dtype=work, device=device)  # on the device asked for, not a default-device context's
     return where(i < steps // 2, i * step + start, (steps - 1 - i) * -step + end)
 
 
@@ -486,7 +486,7 @@ def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_
         start, end = _int_end(start), _int_end(end)
     # Computed on the host (C's pow, exact as torch's) and moved where it was asked for.
     if dtype in (float16, bfloat16) and steps > 1:
-        lin = _space(_builtins.float(start), _builtins.float(end), steps, dtype).to(float64)
+        lin = _space(_builtins.float(start), _builtins.float(end), steps, dtype, "cpu").to(float64)
     else:
         lin = linspace(start, end, steps, dtype=float64, device="cpu")
     out = _C.full((), base, dtype=float64, device="cpu") ** lin if steps else lin

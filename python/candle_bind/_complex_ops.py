@@ -433,9 +433,9 @@ def _install_tensor_methods() -> None:
     from ._tensor import _Checked
 
     # memory_format= is accepted and dropped: tensors here are row-major
-    Tensor.cfloat = lambda self, memory_format=None: (
+    Tensor.cfloat = lambda self, *, memory_format=None: (
         self if type(self) is ComplexTensor else complex_from_real(self, _C.complex64))
-    Tensor.cdouble = lambda self, memory_format=None: (
+    Tensor.cdouble = lambda self, *, memory_format=None: (
         self.to(_C.complex128) if type(self) is ComplexTensor else complex_from_real(self, _C.complex128))
     native = Tensor.type_as
 

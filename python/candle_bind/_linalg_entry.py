@@ -20,6 +20,8 @@ _kernel_norm = Tensor.norm
 
 
 def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
+    if isinstance(p, Tensor):
+        raise TypeError(f"linalg_vector_norm(): argument 'ord' (position 2) must be Number, not Tensor")
     if p == "nuc":
         if input.is_complex():
             raise NotImplementedError("norm(p='nuc') is not supported for complex tensors by candle_bind yet")

@@ -511,6 +511,16 @@ where
 }
 
 /// An op that keeps integer dtypes (abs, neg, sign, rounding): `fi` on ints, `ff` on floats.
+impl PyTensor {
+    /// torch's rounding kernels have no bool form.
+    fn no_bool(&self, op: &str) -> PyResult<()> {
+        if self.dtype == DType::Bool {
+            return Err(crate::error::not_implemented_err(format!("\"{op}_vml_cpu\" not implemented for 'Bool'")));
+        }
+        Ok(())
+    }
+}
+
 macro_rules! keep_dtype_unary {
     ($x:expr, |$v:ident| int: $int:expr, float: $flt:expr, device: $dev:expr) => {{
         let x: &PyTensor = $x;
@@ -896,12 +906,15 @@ impl PyTensor {
         keep_dtype_unary!(self, |v| int: v.signum_(), float: if v > 0.0 { 1.0 } else if v < 0.0 { -1.0 } else { v * 0.0 }, device: |t, _| dev::sign(t))
     }
     fn floor(&self) -> PyResult<PyTensor> {
+        self.no_bool("floor")?;
         keep_dtype_unary!(self, |v| int: v, float: v.floor(), device: |t, float| if float { t.floor().py() } else { Ok(t.clone()) })
     }
     fn ceil(&self) -> PyResult<PyTensor> {
+        self.no_bool("ceil")?;
         keep_dtype_unary!(self, |v| int: v, float: v.ceil(), device: |t, float| if float { t.ceil().py() } else { Ok(t.clone()) })
     }
     fn trunc(&self) -> PyResult<PyTensor> {
+        self.no_bool("trunc")?;
         keep_dtype_unary!(self, |v| int: v, float: v.trunc(), device: |t, float| if float { t.trunc_().py() } else { Ok(t.clone()) })
     }
     fn fix(&self) -> PyResult<PyTensor> {
@@ -910,6 +923,7 @@ impl PyTensor {
     /// Round half to even, as torch; `decimals` scales by 10^decimals first.
     #[pyo3(signature = (*, decimals=0))]
     fn round(&self, decimals: i64) -> PyResult<PyTensor> {
+        self.no_bool("round")?;
         if decimals == 0 {
             return keep_dtype_unary!(self, |v| int: v, float: v.round_ties_even(), device: |t, float| if float { dev::round_half_even(t) } else { Ok(t.clone()) });
         }

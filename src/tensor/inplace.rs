@@ -607,9 +607,11 @@ fn check_fits(v: Scalar, dtype: DType) -> PyResult<()> {
         DType::BF16 => ("c10::BFloat16", -3.3895313892515355e38, 3.3895313892515355e38),
         _ => return Ok(()),
     };
-    let x = match v {
-        Scalar::Float(f) => f,
-        Scalar::Int(i) => i as f64,
+    let (x, lo) = match v {
+        // a float converts to uint8 only from [0, 255] (an int wraps from [-255, 255])
+        Scalar::Float(f) if dtype == DType::U8 => (f, 0.0),
+        Scalar::Float(f) => (f, lo),
+        Scalar::Int(i) => (i as f64, lo),
         Scalar::Bool(_) => return Ok(()),
     };
     // A float tensor takes NaN and the infinities; an integer one takes neither.

@@ -303,9 +303,17 @@ def _resize_uint8(input, out, scales, mode, ac, antialias):
 _INTERPOLATE_MODES = ("nearest", "nearest-exact", "linear", "bilinear", "bicubic", "trilinear", "area")
 
 
-@opmath
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None, recompute_scale_factor=None,
                 antialias=False):
+    """torch's F.interpolate (half precision computed in float32: opmath); torch's CPU has no half antialias."""
+    if antialias and getattr(input, "dtype", None) in (_C.float16, _C.bfloat16) and mode in ("bilinear", "bicubic"):
+        raise not_implemented("compute_index_ranges_weights", input.dtype)
+    return _interpolate(input, size, scale_factor, mode, align_corners, recompute_scale_factor, antialias)
+
+
+@opmath
+def _interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None, recompute_scale_factor=None,
+                 antialias=False):
     """torch's F.interpolate for nearest, nearest-exact, (bi/tri)linear, bicubic and area, with size
     or scale_factor, align_corners and recompute_scale_factor; separable, one spatial dim at a time."""
     n = input.dim() - 2
