@@ -27,6 +27,21 @@ def _is_int(t) -> bool:
 # ---------------------------------------------------------------------------------------------- cov
 
 
+def _check_cov_weights(name, w, integral, n):
+    """torch's checks of cov's frequency (integral) and analytic (floating) weights."""
+    if w.dim() > 1:
+        raise RuntimeError(f"cov(): expected {name} to have one or fewer dimensions but got {name} with "
+                           f"{w.dim()} dimensions")
+    if integral and not _is_int(w) or not integral and not w.is_floating_point():
+        kind = "integral" if integral else "floating point"
+        raise RuntimeError(f"cov(): expected {name} to have {kind} dtype but got {name} with {w.dtype} dtype")
+    if w.numel() != n:
+        raise RuntimeError(f"cov(): expected {name} to have the same numel as there are observations in the "
+                           f"input but got {w.numel()} != {n}")
+    if n and w.min().item() < 0:
+        raise RuntimeError(f"cov(): {name} cannot be negative")
+
+
 def cov(input, *, correction=1, fweights=None, aweights=None):
     """Covariance of the rows (variables) over the columns (observations), torch's Correlation.cpp."""
     if input.dim() > 2:
@@ -37,32 +52,10 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
     x = input.reshape(1, -1) if input.dim() < 2 else input
     n = x.shape[1]
     w = None
-    if fweights is not None:
-        if fweights.dim() > 1:
-            raise RuntimeError(f"cov(): expected fweights to have one or fewer dimensions but got fweights with "
-                               f"{fweights.dim()} dimensions")
-        if not _is_int(fweights):
-            raise RuntimeError(f"cov(): expected fweights to have integral dtype but got fweights with "
-                               f"{fweights.dtype} dtype")
-        if fweights.numel() != n:
-            raise RuntimeError(f"cov(): expected fweights to have the same numel as there are observations in the "
-                               f"input but got {fweights.numel()} != {n}")
-        if n and fweights.min().item() < 0:
-            raise RuntimeError("cov(): fweights cannot be negative")
-        w = fweights
-    if aweights is not None:
-        if aweights.dim() > 1:
-            raise RuntimeError(f"cov(): expected aweights to have one or fewer dimensions but got aweights with "
-                               f"{aweights.dim()} dimensions")
-        if not aweights.is_floating_point():
-            raise RuntimeError(f"cov(): expected aweights to have floating point dtype but got aweights with "
-                               f"{aweights.dtype} dtype")
-        if aweights.numel() != n:
-            raise RuntimeError(f"cov(): expected aweights to have the same numel as there are observations in the "
-                               f"input but got {aweights.numel()} != {n}")
-        if n and aweights.min().item() < 0:
-            raise RuntimeError("cov(): aweights cannot be negative")
-        w = aweights if w is None else w * aweights
+    for name, weights, integral in (("fweights", fweights, True), ("aweights", aweights, False)):
+        if weights is not None:
+            _check_cov_weights(name, weights, integral, n)
+            w = weights if w is None else w * weights
     if w is None:
         w_sum = _C.tensor(n, dtype=_C.int64)
     else:
