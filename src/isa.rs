@@ -33,7 +33,8 @@ impl Level {
     }
     fn parse(s: &str) -> Option<Level> {
         match s.trim().to_ascii_lowercase().as_str() {
-            "avx512" | "avx512f" | "x86-v4" => Some(Level::Avx512),
+            // The extensions (bf16, vnni) ride on the AVX-512 level; `avx512` alone turns them off.
+            "native" | "avx512bf16" | "avx512_bf16" | "avx512vnni" | "avx512" | "avx512f" | "x86-v4" => Some(Level::Avx512),
             "avx2" | "x86-v3" => Some(Level::Avx2),
             "portable" | "default" | "scalar" | "none" => Some(Level::Portable),
             _ => None,
@@ -75,6 +76,37 @@ fn init() -> Level {
     // gemm dispatches on its own; hand it the same cap before its first call.
     gemm_common::MAX_X86_LEVEL.store(chosen as u8, Ordering::Relaxed);
     chosen
+}
+
+/// Whether the AVX-512 kernels may also use the CPU's AVX512-BF16 dot products: the CPU has them,
+/// the level is AVX-512, and `CANDLE_BIND_ISA` does not ask for plain `avx512` (which tests the
+/// AVX-512 paths without the extension, as a CPU without it would run them).
+pub fn has_avx512_bf16() -> bool {
+    static HAS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *HAS.get_or_init(|| level() == Level::Avx512 && extensions_allowed() && cpu_has("avx512bf16"))
+}
+
+/// The same for AVX512-VNNI's int8 dot products (`vpdpbusd`).
+pub fn has_avx512_vnni() -> bool {
+    static HAS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *HAS.get_or_init(|| level() == Level::Avx512 && extensions_allowed() && cpu_has("avx512vnni"))
+}
+
+fn extensions_allowed() -> bool {
+    !requested().is_some_and(|r| matches!(r.trim().to_ascii_lowercase().as_str(), "avx512" | "avx512f" | "x86-v4"))
+}
+
+fn cpu_has(feature: &str) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        match feature {
+            "avx512bf16" => return std::is_x86_feature_detected!("avx512bf16"),
+            "avx512vnni" => return std::is_x86_feature_detected!("avx512vnni"),
+            _ => {}
+        }
+    }
+    let _ = feature;
+    false
 }
 
 fn requested() -> Option<String> {

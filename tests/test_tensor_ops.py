@@ -328,10 +328,30 @@ def test_matmul_paths(m, k, n, layout):
                     rtol=1e-2)
 
 
+@pytest.mark.parametrize("dt", ["bfloat16", "float16"])
+@pytest.mark.parametrize("m,k,n,batch", [(5, 7, 3, ()), (13, 31, 33, ()), (12, 64, 32, ()), (25, 65, 70, ()),
+                                         (40, 1, 40, ()), (130, 577, 100, ()), (16, 64, 16, (9,)), (3, 40, 5, (2, 3))])
+@pytest.mark.parametrize("layout", ["w_t", "plain", "strided"])
+def test_half_matmul_tiles(dt, m, k, n, batch, layout):
+    """16-bit products in register tiles (bf16 dot products, or f32 blocks): tails of every tile dim, odd and
+    short inner dims, batches run one per thread, B as Wᵀ (read in place) or row-major, A strided."""
+    tdt, cdt = getattr(torch, dt), getattr(cb, dt)
+    a = make((*batch, m, 2 * k), seed=41)[..., ::2] if layout == "strided" else make((*batch, m, k), seed=41)
+    w = make((*batch, n, k), seed=42)
+    y = w.transpose(-1, -2) if layout != "plain" else w.transpose(-1, -2).contiguous()
+    want = a.to(tdt) @ y.to(tdt)
+    ca = to_cb(make((*batch, m, 2 * k), seed=41)).to(cdt)[..., ::2] if layout == "strided" else to_cb(a).to(cdt)
+    cy = to_cb(w).to(cdt).transpose(-1, -2) if layout != "plain" else to_cb(y).to(cdt)
+    got = ca @ cy
+    # Both accumulate in f32 and round once: at most one 16-bit ulp apart (summation order).
+    assert_same(got, want, atol=1e-2 if dt == "bfloat16" else 1e-3, rtol=1e-2 if dt == "bfloat16" else 2e-3)
+
+
 @pytest.mark.parametrize("dt", ["float16", "bfloat16"])
 def test_half_matmul_reads_special_values(dt):
-    """The decode path widens 16-bit weights in registers: subnormals, infinities, NaN, max."""
+    """The decode path and the tiles read 16-bit weights as they are: subnormals, infinities, NaN, max."""
     vals = torch.tensor([0.0, -0.0, 1e-7, -6e-8, 6e-5, 65504.0, math.inf, -math.inf, math.nan, 3.14] * 7)
     w = torch.diag(vals).to(getattr(torch, dt))
-    x = torch.ones(1, 70, dtype=w.dtype)
-    assert_same(to_cb(x) @ to_cb(w).t(), x @ w.t())
+    for rows in (1, 16):
+        x = torch.ones(rows, 70, dtype=w.dtype)
+        assert_same(to_cb(x) @ to_cb(w).t(), x @ w.t())

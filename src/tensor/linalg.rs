@@ -132,6 +132,9 @@ fn run_half<H: Half>(ta: &Tensor, tb: &Tensor, batch: &[usize]) -> pyo3::PyResul
     let n = tb.dims()[tb.rank() - 1];
     let nb: usize = batch.iter().product();
     let rows = nb * m;
+    if ta.dtype() == candle_core::DType::BF16 && super::gemm16::available() {
+        return run_bf16(ta, tb, batch, (m, k, n));
+    }
     let (sb, lb) = tb.storage_and_layout();
     let b_rows_contiguous = lb.stride()[lb.stride().len() - 2] == 1;
     if rows <= DOT_ROWS && k >= 64 && b_rows_contiguous && nb * m * n > 0 {
@@ -156,9 +159,104 @@ fn run_half<H: Half>(ta: &Tensor, tb: &Tensor, batch: &[usize]) -> pyo3::PyResul
         return Tensor::from_vec(out, dims, &Device::Cpu).py();
     }
     drop(sb);
-    let f32_ = candle_core::DType::F32;
-    let out = run::<f32>(&super::convert(ta, f32_)?, &super::convert(tb, f32_)?, batch)?;
-    super::convert(&out, ta.dtype())
+    run_half_blocked::<H>(ta, tb, batch, (m, k, n))
+}
+
+/// 16-bit products without 16-bit dot-product instructions: f32 gemm over blocks of B's columns
+/// widened one block at a time (a block stays in L2), A widened once, each result block rounded
+/// once. No f32 copy of a whole weight is ever made.
+fn run_half_blocked<H: Half>(ta: &Tensor, tb: &Tensor, batch: &[usize], (m, k, n): (usize, usize, usize)) -> pyo3::PyResult<Tensor> {
+    let nb: usize = batch.iter().product();
+    let mut out = vec![H::narrow(0.0); nb * m * n];
+    let (sa, la) = ta.storage_and_layout();
+    let (sb, lb) = tb.storage_and_layout();
+    let (Storage::Cpu(ca), Storage::Cpu(cb)) = (&*sa, &*sb) else {
+        return Err(crate::error::runtime_err("expected CPU tensors"));
+    };
+    let a = Mats::new(ca.as_slice::<H>().py()?, la);
+    let b = Mats::new(cb.as_slice::<H>().py()?, lb);
+    if nb * m * n == 0 || k == 0 {
+        drop((sa, sb));
+        let mut dims = batch.to_vec();
+        dims.extend([m, n]);
+        return Tensor::from_vec(out, dims, &Device::Cpu).py();
+    }
+    let threads = crate::pool::threads();
+    // Columns per block: about 256 KB of widened B.
+    let cols = ((1usize << 16) / k).clamp(16, 512).next_multiple_of(16).min(n);
+    let blocks = n.div_ceil(cols);
+    let dst = Dst(out.as_mut_ptr());
+    let product = |bi: usize, serial: bool| {
+        let (a0, b0) = (a.base(batch, bi), b.base(batch, bi));
+        let a32: Vec<f32> = (0..m * k).map(|e| a.data[a0 + (e / k) * a.rs + (e % k) * a.cs].widen()).collect();
+        let block = |c: usize| {
+            let (j0, w) = (c * cols, cols.min(n - c * cols));
+            let mut b32 = super::kernels::uninit_vec::<f32>(k * w);
+            for j in 0..w {
+                for p in 0..k {
+                    b32[p * w + j] = b.data[b0 + p * b.rs + (j0 + j) * b.cs].widen();
+                }
+            }
+            let mut o32 = super::kernels::uninit_vec::<f32>(m * w);
+            // SAFETY: a32 is m×k, b32 k×w and o32 m×w, all row-major and owned here.
+            unsafe { gemm_serial(m, k, w, a32.as_ptr(), k, b32.as_ptr(), w, o32.as_mut_ptr(), w, false) };
+            for i in 0..m {
+                // SAFETY: row i, columns j0..j0 + w of product bi: this block's own.
+                let row = unsafe { std::slice::from_raw_parts_mut(dst.get().add((bi * m + i) * n + j0), w) };
+                row.iter_mut().zip(&o32[i * w..(i + 1) * w]).for_each(|(o, v)| *o = H::narrow(*v));
+            }
+        };
+        if serial || blocks == 1 || m * k * n < SERIAL_MACS {
+            (0..blocks).for_each(block);
+        } else {
+            crate::pool::for_each(blocks, &block);
+        }
+    };
+    if nb >= threads && nb > 1 {
+        crate::pool::for_each(nb, &|bi| product(bi, true));
+    } else {
+        (0..nb).for_each(|bi| product(bi, false));
+    }
+    drop((sa, sb));
+    let mut dims = batch.to_vec();
+    dims.extend([m, n]);
+    Tensor::from_vec(out, dims, &Device::Cpu).py()
+}
+
+/// bfloat16 products on the CPU's bf16 dot-product instructions (`gemm16`): each batch's product
+/// threaded inside, or whole products split over the threads when there are many small ones
+/// (attention's heads).
+fn run_bf16(ta: &Tensor, tb: &Tensor, batch: &[usize], (m, k, n): (usize, usize, usize)) -> pyo3::PyResult<Tensor> {
+    use super::gemm16::{gemm, Operand};
+    let nb: usize = batch.iter().product();
+    let mut out = if k == 0 { vec![half::bf16::ZERO; nb * m * n] } else { super::kernels::uninit_vec::<half::bf16>(nb * m * n) };
+    let (sa, la) = ta.storage_and_layout();
+    let (sb, lb) = tb.storage_and_layout();
+    let (Storage::Cpu(ca), Storage::Cpu(cb)) = (&*sa, &*sb) else {
+        return Err(crate::error::runtime_err("expected CPU tensors"));
+    };
+    let a = Mats::new(ca.as_slice::<half::bf16>().py()?, la);
+    let b = Mats::new(cb.as_slice::<half::bf16>().py()?, lb);
+    if nb * m * n > 0 && k > 0 {
+        let (ap, bp) = (Operand { ptr: a.data.as_ptr() as *const u16, rs: a.rs, cs: a.cs }, Operand { ptr: b.data.as_ptr() as *const u16, rs: b.rs, cs: b.cs });
+        let dst = Dst(out.as_mut_ptr() as *mut u16);
+        let serial = nb >= crate::pool::threads() && m * n * k < (1 << 22);
+        let one = |bi: usize| {
+            let (oa, ob) = (ap.offset(a.base(batch, bi)), bp.offset(b.base(batch, bi)));
+            // SAFETY: available() was checked; the offsets and strides come from the operands' Candle
+            // layouts (in bounds for every (i, p, j)), and product bi writes its own m×n block.
+            unsafe { gemm(m, n, k, oa, ob, dst.get().add(bi * m * n), n, serial) }
+        };
+        if serial {
+            crate::pool::for_each(nb, &one);
+        } else {
+            (0..nb).for_each(one);
+        }
+    }
+    drop((sa, sb));
+    let mut dims = batch.to_vec();
+    dims.extend([m, n]);
+    Tensor::from_vec(out, dims, &Device::Cpu).py()
 }
 
 use crate::pool::SendPtr as Dst;

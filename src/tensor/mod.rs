@@ -8,6 +8,7 @@ pub mod dlpack;
 pub mod index;
 pub mod inplace;
 pub mod kernels;
+pub mod gemm16;
 pub mod linalg;
 pub mod meta;
 pub mod reduce;

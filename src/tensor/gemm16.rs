@@ -1,0 +1,385 @@
+//! bfloat16 matrix products on the CPU's bf16 dot-product instruction (AVX512-BF16 `vdpbf16ps`: 32
+//! bf16 products per instruction, summed in pairs into 16 f32 lanes), as torch's oneDNN runs them:
+//! products of the bf16 inputs accumulated in f32, rounded to bf16 once at the end.
+//!
+//! Shapes: C (m×n) = A (m×k) · B (k×n), any strides.
+//! - Many rows (prefill, batches): register tiles of 12 rows × 32 columns. B is packed per tile of
+//!   32 columns with the columns in the lanes (pairs of k interleaved, as the instruction reads
+//!   them; W's rows transposed 16×16 in registers); A is packed once per call so that a row's k-pair
+//!   is one 32-bit broadcast. Packing per call costs O(k·(m+n)) against the product's O(m·k·n) and
+//!   leaves weights untouched in memory: nothing to cache, nothing to invalidate when a weight is
+//!   written. Results leave the registers as whole rows (a bias or activation could join there).
+//! - A few rows (a decode step, `x @ W.T` with W's rows contiguous in k): dot products straight from
+//!   W's rows, 32 elements a step, memory-bound as they must be.
+
+use crate::pool::SendPtr;
+
+/// Rows of A in one register tile (each a 32-bit broadcast per k-pair).
+const MR: usize = 12;
+/// Columns of B in one register tile: two vectors of 16 f32 lanes (12 × 2 accumulators + 2 B
+/// vectors + 1 broadcast ≤ 32 zmm).
+const NV: usize = 32;
+/// Up to this many rows of A, products are dot products against B's columns.
+pub const DOT_ROWS: usize = 4;
+/// Products below this many multiply-adds run on the calling thread.
+const SERIAL_MACS: usize = 1 << 17;
+/// Packed A kept per block of rows (bytes), so a block stays in L2 while B's tiles stream past it.
+const A_BLOCK_BYTES: usize = 384 << 10;
+
+/// Whether this CPU (under the `CANDLE_BIND_ISA` cap) runs the bf16 dot-product kernels.
+pub fn available() -> bool {
+    crate::isa::has_avx512_bf16()
+}
+
+/// One operand: element (i, j) at `ptr + i·rs + j·cs` (bf16 bit patterns).
+#[derive(Clone, Copy)]
+pub struct Operand {
+    pub ptr: *const u16,
+    pub rs: usize,
+    pub cs: usize,
+}
+// SAFETY: operands are read-only views of storage the caller keeps alive for the call.
+unsafe impl Send for Operand {}
+unsafe impl Sync for Operand {}
+
+impl Operand {
+    /// The same operand `elements` further on.
+    pub fn offset(self, elements: usize) -> Operand {
+        Operand { ptr: self.ptr.wrapping_add(elements), ..self }
+    }
+    #[inline(always)]
+    unsafe fn at(&self, i: usize, j: usize) -> u16 {
+        // SAFETY: the caller's bounds (i < rows, j < cols of the operand).
+        unsafe { *self.ptr.add(i * self.rs + j * self.cs) }
+    }
+}
+
+/// out (m×n, row stride `ldo`) = A (m×k) · B (k×n) in bf16 with f32 accumulation. `serial`: the
+/// caller already runs one product per thread.
+///
+/// # Safety
+/// `available()` must be true; A and B must be in bounds at their strides for every (i, k, j), and
+/// out must hold m rows of `ldo` ≥ n elements that nothing else touches meanwhile.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn gemm(m: usize, n: usize, k: usize, a: Operand, b: Operand, out: *mut u16, ldo: usize, serial: bool) {
+    if m == 0 || n == 0 {
+        return;
+    }
+    let out = SendPtr(out);
+    let threads = if serial || m * n * k < SERIAL_MACS { 1 } else { crate::pool::threads() };
+    // SAFETY (both arms): the caller's contract.
+    if m <= DOT_ROWS && b.rs == 1 {
+        unsafe { dot_rows(m, n, k, a, b, out, ldo, threads) }
+    } else {
+        unsafe { tiles(m, n, k, a, b, out, ldo, threads) }
+    }
+}
+
+// ------------------------------------------------------------------------------------- dot rows
+
+/// A's rows copied contiguous and zero-padded to a multiple of 32, then for each group of 4
+/// columns of B (rows of W): 32-element steps, W read once for all of A's rows.
+#[allow(clippy::too_many_arguments)]
+unsafe fn dot_rows(m: usize, n: usize, k: usize, a: Operand, b: Operand, out: SendPtr<u16>, ldo: usize, threads: usize) {
+    let kp = k.next_multiple_of(32);
+    let mut arows = vec![0u16; m * kp];
+    for i in 0..m {
+        for p in 0..k {
+            // SAFETY: i < m, p < k.
+            arows[i * kp + p] = unsafe { a.at(i, p) };
+        }
+    }
+    let chunk = if threads == 1 { n } else { n.div_ceil(4 * threads).next_multiple_of(4).max(64) };
+    let tasks = n.div_ceil(chunk);
+    let arows = &arows;
+    let task = |t: usize| {
+        let (j0, j1) = (t * chunk, ((t + 1) * chunk).min(n));
+        // SAFETY: available() was checked by the caller; columns j0..j1 of B are rows of W
+        // contiguous in k (b.rs == 1), and this task writes only columns j0..j1 of out.
+        unsafe {
+            match m {
+                1 => dot_kernel::<1>(arows, kp, k, b, j0, j1, out, ldo),
+                2 => dot_kernel::<2>(arows, kp, k, b, j0, j1, out, ldo),
+                3 => dot_kernel::<3>(arows, kp, k, b, j0, j1, out, ldo),
+                _ => dot_kernel::<4>(arows, kp, k, b, j0, j1, out, ldo),
+            }
+        }
+    };
+    if tasks == 1 {
+        task(0)
+    } else {
+        crate::pool::for_each(tasks, &task)
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512bf16")]
+#[allow(clippy::too_many_arguments)]
+unsafe fn dot_kernel<const R: usize>(arows: &[u16], kp: usize, k: usize, b: Operand, j0: usize, j1: usize, out: SendPtr<u16>, ldo: usize) {
+    use std::arch::x86_64::*;
+    let steps = k / 32;
+    let tail = k % 32;
+    let tail_mask: __mmask32 = if tail == 0 { 0 } else { (1u32 << tail) - 1 };
+    let a = arows.as_ptr();
+    let mut j = j0;
+    // SAFETY (all loads): W row j holds k elements from b.ptr + j·cs; the tail load is masked to the
+    // row's last elements; A's rows hold kp ≥ k elements (zeros past k).
+    unsafe {
+        while j + 4 <= j1 {
+            let w = [0, 1, 2, 3].map(|q| b.ptr.add((j + q) * b.cs));
+            let mut acc = [[_mm512_setzero_ps(); 4]; R];
+            for s in 0..steps {
+                let wv = w.map(|p| _mm512_loadu_si512(p.add(s * 32) as *const __m512i));
+                for (r, accr) in acc.iter_mut().enumerate() {
+                    let av: __m512bh = std::mem::transmute(_mm512_loadu_si512(a.add(r * kp + s * 32) as *const __m512i));
+                    for q in 0..4 {
+                        accr[q] = _mm512_dpbf16_ps(accr[q], av, std::mem::transmute::<__m512i, __m512bh>(wv[q]));
+                    }
+                }
+            }
+            if tail != 0 {
+                let wv = w.map(|p| _mm512_maskz_loadu_epi16(tail_mask, p.add(steps * 32) as *const i16));
+                for (r, accr) in acc.iter_mut().enumerate() {
+                    let av: __m512bh = std::mem::transmute(_mm512_loadu_si512(a.add(r * kp + steps * 32) as *const __m512i));
+                    for q in 0..4 {
+                        accr[q] = _mm512_dpbf16_ps(accr[q], av, std::mem::transmute::<__m512i, __m512bh>(wv[q]));
+                    }
+                }
+            }
+            for (r, accr) in acc.iter().enumerate() {
+                for q in 0..4 {
+                    *out.get().add(r * ldo + j + q) = half::bf16::from_f32(_mm512_reduce_add_ps(accr[q])).to_bits();
+                }
+            }
+            j += 4;
+        }
+        while j < j1 {
+            let w = b.ptr.add(j * b.cs);
+            let mut acc = [_mm512_setzero_ps(); R];
+            for s in 0..steps {
+                let wv: __m512bh = std::mem::transmute(_mm512_loadu_si512(w.add(s * 32) as *const __m512i));
+                for (r, accr) in acc.iter_mut().enumerate() {
+                    let av: __m512bh = std::mem::transmute(_mm512_loadu_si512(a.add(r * kp + s * 32) as *const __m512i));
+                    *accr = _mm512_dpbf16_ps(*accr, av, wv);
+                }
+            }
+            if tail != 0 {
+                let wv: __m512bh = std::mem::transmute(_mm512_maskz_loadu_epi16(tail_mask, w.add(steps * 32) as *const i16));
+                for (r, accr) in acc.iter_mut().enumerate() {
+                    let av: __m512bh = std::mem::transmute(_mm512_loadu_si512(a.add(r * kp + steps * 32) as *const __m512i));
+                    *accr = _mm512_dpbf16_ps(*accr, av, wv);
+                }
+            }
+            for (r, accr) in acc.iter().enumerate() {
+                *out.get().add(r * ldo + j) = half::bf16::from_f32(_mm512_reduce_add_ps(*accr)).to_bits();
+            }
+            j += 1;
+        }
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+#[allow(clippy::too_many_arguments)]
+unsafe fn dot_kernel<const R: usize>(_: &[u16], _: usize, _: usize, _: Operand, _: usize, _: usize, _: SendPtr<u16>, _: usize) {
+    unreachable!("available() is false off x86-64")
+}
+
+// ---------------------------------------------------------------------------------------- tiles
+
+/// A packed for the tile kernel: per tile of 12 rows, per k-pair, 12 u32 of (A[r][2p], A[r][2p+1])
+/// (rows past m and the odd k's partner are zeros), so a row's pair is one 32-bit broadcast.
+fn pack_a(m: usize, k: usize, a: Operand) -> Vec<u32> {
+    let k2 = k.div_ceil(2);
+    let mut ap = vec![0u32; m.div_ceil(MR) * k2 * MR];
+    for r in 0..m {
+        let (t, i) = (r / MR, r % MR);
+        let dst = &mut ap[t * k2 * MR..(t + 1) * k2 * MR];
+        for q in 0..k2 {
+            // SAFETY: r < m, 2q < k, and 2q + 1 is read only when < k.
+            let lo = unsafe { a.at(r, 2 * q) } as u32;
+            let hi = if 2 * q + 1 < k { (unsafe { a.at(r, 2 * q + 1) }) as u32 } else { 0 };
+            dst[q * MR + i] = lo | (hi << 16);
+        }
+    }
+    ap
+}
+
+/// Columns j0..j0+32 of B, per k-pair: 32 u32 lanes of (B[2p][j], B[2p+1][j]) (zeros past n and
+/// k). Columns that are rows of W contiguous in k (`b.rs == 1`) are transposed 16×16 pairs at a
+/// time in registers; other layouts element by element.
+fn pack_b_tile(k: usize, n: usize, b: Operand, j0: usize, dst: &mut [u32]) {
+    let k2 = k.div_ceil(2);
+    let cols = NV.min(n - j0);
+    let mut q0 = 0;
+    if b.rs == 1 && cols == NV && crate::isa::has_avx512_bf16() {
+        // Full blocks of 16 pairs (32 elements of k) for both halves of the tile.
+        q0 = (k / 32) * 16;
+        for h in 0..2 {
+            // SAFETY: rows j0 + 16h .. +16 of W hold k elements each; blocks read pairs < k / 2.
+            unsafe { transpose_pairs(b.ptr.add((j0 + 16 * h) * b.cs), b.cs, q0, dst[16 * h..].as_mut_ptr()) };
+        }
+    }
+    for c in 0..NV {
+        for q in q0..k2 {
+            dst[q * NV + c] = if c < cols {
+                let j = j0 + c;
+                // SAFETY: j < n, 2q < k, and 2q + 1 is read only when < k.
+                let lo = unsafe { b.at(2 * q, j) } as u32;
+                let hi = if 2 * q + 1 < k { (unsafe { b.at(2 * q + 1, j) }) as u32 } else { 0 };
+                lo | (hi << 16)
+            } else {
+                0
+            };
+        }
+    }
+}
+
+/// dst[q·32 + r] = pair q of row r (16 rows at `w`, `ld` elements apart) for q < `pairs` (a
+/// multiple of 16): 16×16 transposes of u32.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+unsafe fn transpose_pairs(w: *const u16, ld: usize, pairs: usize, dst: *mut u32) {
+    use std::arch::x86_64::*;
+    // SAFETY: the caller's bounds: 16 rows of ≥ 2·pairs elements; dst holds pairs rows of 32.
+    unsafe {
+        for q0 in (0..pairs).step_by(16) {
+            let mut r: [__m512i; 16] = std::array::from_fn(|i| _mm512_loadu_si512(w.add(i * ld + 2 * q0) as *const __m512i));
+            // Four butterfly stages: 32-bit, 64-bit, 128-bit and 256-bit blocks swap across rows.
+            let mut t = [_mm512_setzero_si512(); 16];
+            for i in (0..16).step_by(2) {
+                t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
+                t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
+            }
+            for i in (0..16).step_by(4) {
+                for j in 0..2 {
+                    r[i + j] = _mm512_unpacklo_epi64(t[i + j], t[i + j + 2]);
+                    r[i + j + 2] = _mm512_unpackhi_epi64(t[i + j], t[i + j + 2]);
+                }
+            }
+            // Rows now hold 4×4 transposed blocks within each 128-bit lane; move the lanes.
+            for i in (0..16).step_by(8) {
+                for j in 0..4 {
+                    t[i + j] = _mm512_shuffle_i32x4::<0x88>(r[i + j], r[i + j + 4]);
+                    t[i + j + 4] = _mm512_shuffle_i32x4::<0xdd>(r[i + j], r[i + j + 4]);
+                }
+            }
+            for j in 0..8 {
+                r[j] = _mm512_shuffle_i32x4::<0x88>(t[j], t[j + 8]);
+                r[j + 8] = _mm512_shuffle_i32x4::<0xdd>(t[j], t[j + 8]);
+            }
+            // r[i] now holds column TRANSPOSE_ORDER[i] of the block (the 64-bit stage swaps 1 and 2).
+            for (i, v) in r.iter().enumerate() {
+                _mm512_storeu_si512(dst.add((q0 + TRANSPOSE_ORDER[i]) * NV) as *mut __m512i, *v);
+            }
+        }
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+unsafe fn transpose_pairs(_: *const u16, _: usize, _: usize, _: *mut u32) {
+    unreachable!("only called when has_avx512_bf16()")
+}
+
+/// Which column of the 16×16 block each register holds after the butterflies above.
+const TRANSPOSE_ORDER: [usize; 16] = [0, 2, 1, 3, 4, 6, 5, 7, 8, 10, 9, 11, 12, 14, 13, 15];
+
+#[allow(clippy::too_many_arguments)]
+unsafe fn tiles(m: usize, n: usize, k: usize, a: Operand, b: Operand, out: SendPtr<u16>, ldo: usize, threads: usize) {
+    let k2 = k.div_ceil(2);
+    let ap = pack_a(m, k, a);
+    let mtiles = m.div_ceil(MR);
+    let ntiles = n.div_ceil(NV);
+    let tile_len = k2 * NV;
+    // Row tiles per block of A that stays in L2 while B's tiles pass over it.
+    let block = (A_BLOCK_BYTES / (k2 * MR * 4).max(1)).clamp(1, mtiles);
+    // Split the columns when there are enough of them, else the rows.
+    let by_cols = ntiles >= 2 * threads || ntiles >= mtiles;
+    let tasks = if by_cols { threads.min(ntiles) } else { threads.min(mtiles) };
+    let ap = &ap;
+    let task = |t: usize| {
+        let (t0, t1) = if by_cols { split(ntiles, tasks, t) } else { (0, ntiles) };
+        let (p0, p1) = if by_cols { (0, mtiles) } else { split(mtiles, tasks, t) };
+        // One block of rows: each B tile packed just before its use (hot in L1). Several blocks:
+        // this task's B tiles packed once up front.
+        let once = p1 - p0 <= block;
+        let mut bp = vec![0u32; if once { tile_len } else { (t1 - t0) * tile_len }];
+        if !once {
+            for (i, d) in bp.chunks_mut(tile_len).enumerate() {
+                pack_b_tile(k, n, b, (t0 + i) * NV, d);
+            }
+        }
+        let mut pb = p0;
+        while pb < p1 {
+            let pe = (pb + block).min(p1);
+            for ti in t0..t1 {
+                let j0 = ti * NV;
+                let bt = if once {
+                    pack_b_tile(k, n, b, j0, &mut bp);
+                    &bp[..]
+                } else {
+                    &bp[(ti - t0) * tile_len..(ti - t0 + 1) * tile_len]
+                };
+                let cols = NV.min(n - j0);
+                for p in pb..pe {
+                    let rows = MR.min(m - p * MR);
+                    // SAFETY: available() was checked by the caller; the packed tiles hold k2 pairs;
+                    // rows p·MR.. and columns j0..j0 + cols of out are in bounds and this task's own.
+                    unsafe { tile_kernel(ap[p * k2 * MR..].as_ptr(), bt.as_ptr(), k2, out.get().add(p * MR * ldo + j0), ldo, rows, cols) };
+                }
+            }
+            pb = pe;
+        }
+    };
+    if tasks <= 1 {
+        task(0)
+    } else {
+        crate::pool::for_each(tasks, &task)
+    }
+}
+
+/// Part `t` of `0..len` split into `parts` near-equal ranges.
+fn split(len: usize, parts: usize, t: usize) -> (usize, usize) {
+    (len * t / parts, len * (t + 1) / parts)
+}
+
+/// out[i][c] = bf16(Σ_p A_tile[p][i] · B_tile[p][c]) for `rows` ≤ 12 rows and `cols` ≤ 32 columns.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512bf16")]
+#[allow(clippy::too_many_arguments)]
+unsafe fn tile_kernel(ap: *const u32, bp: *const u32, k2: usize, out: *mut u16, ldo: usize, rows: usize, cols: usize) {
+    use std::arch::x86_64::*;
+    let mut acc = [[_mm512_setzero_ps(); 2]; MR];
+    // SAFETY: ap holds k2·12 and bp k2·32 u32 (the caller's packing); out holds `rows` rows of
+    // `ldo` from which `cols` columns are written.
+    unsafe {
+        for p in 0..k2 {
+            let b0: __m512bh = std::mem::transmute(_mm512_loadu_si512(bp.add(p * NV) as *const __m512i));
+            let b1: __m512bh = std::mem::transmute(_mm512_loadu_si512(bp.add(p * NV + 16) as *const __m512i));
+            let aq = ap.add(p * MR);
+            for (i, acci) in acc.iter_mut().enumerate() {
+                let av: __m512bh = std::mem::transmute(_mm512_set1_epi32(*aq.add(i) as i32));
+                acci[0] = _mm512_dpbf16_ps(acci[0], av, b0);
+                acci[1] = _mm512_dpbf16_ps(acci[1], av, b1);
+            }
+        }
+        let mask = if cols >= 32 { u32::MAX } else { (1u32 << cols) - 1 };
+        for (i, acci) in acc.iter().enumerate().take(rows) {
+            let lo: __m256i = std::mem::transmute(_mm512_cvtneps_pbh(acci[0]));
+            let hi: __m256i = std::mem::transmute(_mm512_cvtneps_pbh(acci[1]));
+            let o = out.add(i * ldo);
+            if cols == 32 {
+                _mm256_storeu_si256(o as *mut __m256i, lo);
+                _mm256_storeu_si256(o.add(16) as *mut __m256i, hi);
+            } else {
+                _mm256_mask_storeu_epi16(o as *mut i16, mask as __mmask16, lo);
+                _mm256_mask_storeu_epi16(o.add(16) as *mut i16, (mask >> 16) as __mmask16, hi);
+            }
+        }
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+#[allow(clippy::too_many_arguments)]
+unsafe fn tile_kernel(_: *const u32, _: *const u32, _: usize, _: *mut u16, _: usize, _: usize, _: usize) {
+    unreachable!("available() is false off x86-64")
+}
