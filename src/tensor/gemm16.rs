@@ -188,18 +188,37 @@ unsafe fn dot_kernel<const R: usize>(_: &[u16], _: usize, _: usize, _: Operand, 
 
 /// A packed for the tile kernel: per tile of 12 rows, per k-pair, 12 u32 of (A[r][2p], A[r][2p+1])
 /// (rows past m and the odd k's partner are zeros), so a row's pair is one 32-bit broadcast.
-fn pack_a(m: usize, k: usize, a: Operand) -> Vec<u32> {
+fn pack_a(m: usize, k: usize, a: Operand, threads: usize) -> Vec<u32> {
     let k2 = k.div_ceil(2);
-    let mut ap = vec![0u32; m.div_ceil(MR) * k2 * MR];
-    for r in 0..m {
-        let (t, i) = (r / MR, r % MR);
-        let dst = &mut ap[t * k2 * MR..(t + 1) * k2 * MR];
-        for q in 0..k2 {
-            // SAFETY: r < m, 2q < k, and 2q + 1 is read only when < k.
-            let lo = unsafe { a.at(r, 2 * q) } as u32;
-            let hi = if 2 * q + 1 < k { (unsafe { a.at(r, 2 * q + 1) }) as u32 } else { 0 };
-            dst[q * MR + i] = lo | (hi << 16);
+    let tiles = m.div_ceil(MR);
+    let mut ap = vec![0u32; tiles * k2 * MR];
+    let pack = |t: usize, dst: &mut [u32]| {
+        for i in 0..MR.min(m - t * MR) {
+            let r = t * MR + i;
+            if a.cs == 1 {
+                // A row's pairs are consecutive u32 (an odd k's last element pairs with a zero).
+                // SAFETY: row r holds k elements from a.ptr + r·rs.
+                let row = unsafe { a.ptr.add(r * a.rs) };
+                for q in 0..k / 2 {
+                    dst[q * MR + i] = unsafe { (row.add(2 * q) as *const u32).read_unaligned() };
+                }
+                if k % 2 == 1 {
+                    dst[(k2 - 1) * MR + i] = unsafe { *row.add(k - 1) } as u32;
+                }
+                continue;
+            }
+            for q in 0..k2 {
+                // SAFETY: r < m, 2q < k, and 2q + 1 is read only when < k.
+                let lo = unsafe { a.at(r, 2 * q) } as u32;
+                let hi = if 2 * q + 1 < k { (unsafe { a.at(r, 2 * q + 1) }) as u32 } else { 0 };
+                dst[q * MR + i] = lo | (hi << 16);
+            }
         }
+    };
+    if threads == 1 || tiles == 1 {
+        ap.chunks_mut(k2 * MR).enumerate().for_each(|(t, d)| pack(t, d));
+    } else {
+        crate::pool::chunks_mut(&mut ap, k2 * MR, pack);
     }
     ap
 }
@@ -286,7 +305,7 @@ const TRANSPOSE_ORDER: [usize; 16] = [0, 2, 1, 3, 4, 6, 5, 7, 8, 10, 9, 11, 12, 
 #[allow(clippy::too_many_arguments)]
 unsafe fn tiles(m: usize, n: usize, k: usize, a: Operand, b: Operand, out: SendPtr<u16>, ldo: usize, threads: usize) {
     let k2 = k.div_ceil(2);
-    let ap = pack_a(m, k, a);
+    let ap = pack_a(m, k, a, threads);
     let mtiles = m.div_ceil(MR);
     let ntiles = n.div_ceil(NV);
     let tile_len = k2 * NV;
