@@ -330,7 +330,7 @@ def test_matmul_paths(m, k, n, layout):
 
 @pytest.mark.parametrize("dt", ["bfloat16", "float16"])
 @pytest.mark.parametrize("m,k,n,batch", [(5, 7, 3, ()), (13, 31, 33, ()), (12, 64, 32, ()), (25, 65, 70, ()),
-                                         (40, 1, 40, ()), (130, 577, 100, ()), (16, 64, 16, (9,)), (3, 40, 5, (2, 3))])
+                                         (40, 1, 40, ()), (130, 577, 100, ()), (20, 1100, 40, ()), (16, 64, 16, (9,)), (3, 40, 5, (2, 3))])
 @pytest.mark.parametrize("layout", ["w_t", "plain", "strided"])
 def test_half_matmul_tiles(dt, m, k, n, batch, layout):
     """16-bit products in register tiles (bf16 dot products, or f32 blocks): tails of every tile dim, odd and

@@ -25,6 +25,8 @@ pub const DOT_ROWS: usize = 4;
 const SERIAL_MACS: usize = 1 << 17;
 /// Packed A kept per block of rows (bytes), so a block stays in L2 while B's tiles stream past it.
 const A_BLOCK_BYTES: usize = 384 << 10;
+/// k-pairs per slice of a long inner dim: a packed B tile slice (32 columns) is then 32 KB, in L1.
+const KC: usize = 256;
 
 /// Whether this CPU (under the `CANDLE_BIND_ISA` cap) runs the bf16 dot-product kernels.
 pub fn available() -> bool {
@@ -223,28 +225,29 @@ fn pack_a(m: usize, k: usize, a: Operand, threads: usize) -> Vec<u32> {
     ap
 }
 
-/// Columns j0..j0+32 of B, per k-pair: 32 u32 lanes of (B[2p][j], B[2p+1][j]) (zeros past n and
-/// k). Columns that are rows of W contiguous in k (`b.rs == 1`) are transposed 16×16 pairs at a
-/// time in registers; other layouts element by element.
-fn pack_b_tile(k: usize, n: usize, b: Operand, j0: usize, dst: &mut [u32]) {
-    let k2 = k.div_ceil(2);
+/// Columns j0..j0+32 of B, k-pairs q0..q1: per pair 32 u32 lanes of (B[2q][j], B[2q+1][j]) (zeros
+/// past n and k). Columns that are rows of W contiguous in k (`b.rs == 1`) are transposed 16×16
+/// pairs at a time in registers; other layouts element by element.
+fn pack_b_tile(k: usize, n: usize, b: Operand, j0: usize, (q0, q1): (usize, usize), dst: &mut [u32]) {
     let cols = NV.min(n - j0);
-    let mut q0 = 0;
+    let mut q = q0;
     if b.rs == 1 && cols == NV && crate::isa::has_avx512_bf16() {
-        // Full blocks of 16 pairs (32 elements of k) for both halves of the tile.
-        q0 = (k / 32) * 16;
+        // Whole blocks of 16 pairs for both halves of the tile (none reaching past k).
+        let full = ((q1 - q0).min((k / 2).saturating_sub(q0)) / 16) * 16;
         for h in 0..2 {
-            // SAFETY: rows j0 + 16h .. +16 of W hold k elements each; blocks read pairs < k / 2.
-            unsafe { transpose_pairs(b.ptr.add((j0 + 16 * h) * b.cs), b.cs, q0, dst[16 * h..].as_mut_ptr()) };
+            // SAFETY: rows j0 + 16h .. +16 of W hold k elements each; the blocks read pairs
+            // q0..q0 + full, all below k / 2.
+            unsafe { transpose_pairs(b.ptr.add((j0 + 16 * h) * b.cs + 2 * q0), b.cs, full, dst[16 * h..].as_mut_ptr()) };
         }
+        q += full;
     }
     for c in 0..NV {
-        for q in q0..k2 {
-            dst[q * NV + c] = if c < cols {
+        for p in q..q1 {
+            dst[(p - q0) * NV + c] = if c < cols {
                 let j = j0 + c;
-                // SAFETY: j < n, 2q < k, and 2q + 1 is read only when < k.
-                let lo = unsafe { b.at(2 * q, j) } as u32;
-                let hi = if 2 * q + 1 < k { (unsafe { b.at(2 * q + 1, j) }) as u32 } else { 0 };
+                // SAFETY: j < n, 2p < k, and 2p + 1 is read only when < k.
+                let lo = unsafe { b.at(2 * p, j) } as u32;
+                let hi = if 2 * p + 1 < k { (unsafe { b.at(2 * p + 1, j) }) as u32 } else { 0 };
                 lo | (hi << 16)
             } else {
                 0
@@ -308,9 +311,11 @@ unsafe fn tiles(m: usize, n: usize, k: usize, a: Operand, b: Operand, out: SendP
     let ap = pack_a(m, k, a, threads);
     let mtiles = m.div_ceil(MR);
     let ntiles = n.div_ceil(NV);
-    let tile_len = k2 * NV;
-    // Row tiles per block of A that stays in L2 while B's tiles pass over it.
-    let block = (A_BLOCK_BYTES / (k2 * MR * 4).max(1)).clamp(1, mtiles);
+    // The loop nest of a blocked gemm: a slice of k (B's tile slice stays in L1), a block of rows (A's
+    // slice stays in L2), the tiles. Long inner dims keep f32 partial sums between slices.
+    let kc = if k2 <= 2 * KC { k2 } else { KC };
+    let kslices = k2.div_ceil(kc);
+    let block = (A_BLOCK_BYTES / (kc * MR * 4)).clamp(1, mtiles);
     // Split the columns when there are enough of them, else the rows.
     let by_cols = ntiles >= 2 * threads || ntiles >= mtiles;
     let tasks = if by_cols { threads.min(ntiles) } else { threads.min(mtiles) };
@@ -318,32 +323,30 @@ unsafe fn tiles(m: usize, n: usize, k: usize, a: Operand, b: Operand, out: SendP
     let task = |t: usize| {
         let (t0, t1) = if by_cols { split(ntiles, tasks, t) } else { (0, ntiles) };
         let (p0, p1) = if by_cols { (0, mtiles) } else { split(mtiles, tasks, t) };
-        // One block of rows: each B tile packed just before its use (hot in L1). Several blocks:
-        // this task's B tiles packed once up front.
-        let once = p1 - p0 <= block;
-        let mut bp = vec![0u32; if once { tile_len } else { (t1 - t0) * tile_len }];
-        if !once {
-            for (i, d) in bp.chunks_mut(tile_len).enumerate() {
-                pack_b_tile(k, n, b, (t0 + i) * NV, d);
-            }
-        }
+        let mut bp = vec![0u32; kc * NV];
+        // f32 partial sums of this task's rows × columns, only when k is sliced.
+        let width = (t1 - t0) * NV;
+        let mut part = if kslices > 1 { vec![0f32; block * MR * width] } else { Vec::new() };
         let mut pb = p0;
         while pb < p1 {
             let pe = (pb + block).min(p1);
-            for ti in t0..t1 {
-                let j0 = ti * NV;
-                let bt = if once {
-                    pack_b_tile(k, n, b, j0, &mut bp);
-                    &bp[..]
-                } else {
-                    &bp[(ti - t0) * tile_len..(ti - t0 + 1) * tile_len]
-                };
-                let cols = NV.min(n - j0);
-                for p in pb..pe {
-                    let rows = MR.min(m - p * MR);
-                    // SAFETY: available() was checked by the caller; the packed tiles hold k2 pairs;
-                    // rows p·MR.. and columns j0..j0 + cols of out are in bounds and this task's own.
-                    unsafe { tile_kernel(ap[p * k2 * MR..].as_ptr(), bt.as_ptr(), k2, out.get().add(p * MR * ldo + j0), ldo, rows, cols) };
+            for s in 0..kslices {
+                let (q0, q1) = (s * kc, ((s + 1) * kc).min(k2));
+                let stage = Stage { first: s == 0, last: s + 1 == kslices };
+                for ti in t0..t1 {
+                    let j0 = ti * NV;
+                    pack_b_tile(k, n, b, j0, (q0, q1), &mut bp);
+                    let cols = NV.min(n - j0);
+                    for p in pb..pe {
+                        let rows = MR.min(m - p * MR);
+                        let acc = if kslices > 1 { part[(p - pb) * MR * width + (ti - t0) * NV..].as_mut_ptr() } else { std::ptr::null_mut() };
+                        // SAFETY: available() was checked by the caller; the packed tiles hold the
+                        // slice's pairs; rows p·MR.. and columns j0..j0 + cols of out are in bounds and
+                        // this task's own, as is the partial-sum block (MR rows of `width`).
+                        unsafe {
+                            tile_kernel(ap[(p * k2 + q0) * MR..].as_ptr(), bp.as_ptr(), q1 - q0, (acc, width), stage, out.get().add(p * MR * ldo + j0), ldo, rows, cols)
+                        };
+                    }
                 }
             }
             pb = pe;
@@ -356,21 +359,37 @@ unsafe fn tiles(m: usize, n: usize, k: usize, a: Operand, b: Operand, out: SendP
     }
 }
 
+/// Where a k-slice sits: the first starts its sums at zero, the last rounds them into the output;
+/// the others carry f32 partial sums.
+#[derive(Clone, Copy)]
+struct Stage {
+    first: bool,
+    last: bool,
+}
+
 /// Part `t` of `0..len` split into `parts` near-equal ranges.
 fn split(len: usize, parts: usize, t: usize) -> (usize, usize) {
     (len * t / parts, len * (t + 1) / parts)
 }
 
-/// out[i][c] = bf16(Σ_p A_tile[p][i] · B_tile[p][c]) for `rows` ≤ 12 rows and `cols` ≤ 32 columns.
+/// out[i][c] = bf16(Σ_p A_tile[p][i] · B_tile[p][c]) for `rows` ≤ 12 rows and `cols` ≤ 32 columns,
+/// over one k-slice: sums start at zero or from `part` (f32, row stride `ldp`), and go to `part` or,
+/// on the last slice, to out.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512bf16")]
 #[allow(clippy::too_many_arguments)]
-unsafe fn tile_kernel(ap: *const u32, bp: *const u32, k2: usize, out: *mut u16, ldo: usize, rows: usize, cols: usize) {
+unsafe fn tile_kernel(ap: *const u32, bp: *const u32, k2: usize, (part, ldp): (*mut f32, usize), stage: Stage, out: *mut u16, ldo: usize, rows: usize, cols: usize) {
     use std::arch::x86_64::*;
     let mut acc = [[_mm512_setzero_ps(); 2]; MR];
-    // SAFETY: ap holds k2·12 and bp k2·32 u32 (the caller's packing); out holds `rows` rows of
-    // `ldo` from which `cols` columns are written.
+    // SAFETY: ap holds k2·12 and bp k2·32 u32 (the caller's packing); part (when k is sliced) holds
+    // 12 rows of ldp ≥ 32; out holds `rows` rows of `ldo` from which `cols` columns are written.
     unsafe {
+        if !stage.first {
+            for (i, acci) in acc.iter_mut().enumerate() {
+                acci[0] = _mm512_loadu_ps(part.add(i * ldp));
+                acci[1] = _mm512_loadu_ps(part.add(i * ldp + 16));
+            }
+        }
         for p in 0..k2 {
             let b0: __m512bh = std::mem::transmute(_mm512_loadu_si512(bp.add(p * NV) as *const __m512i));
             let b1: __m512bh = std::mem::transmute(_mm512_loadu_si512(bp.add(p * NV + 16) as *const __m512i));
@@ -380,6 +399,13 @@ unsafe fn tile_kernel(ap: *const u32, bp: *const u32, k2: usize, out: *mut u16, 
                 acci[0] = _mm512_dpbf16_ps(acci[0], av, b0);
                 acci[1] = _mm512_dpbf16_ps(acci[1], av, b1);
             }
+        }
+        if !stage.last {
+            for (i, acci) in acc.iter().enumerate() {
+                _mm512_storeu_ps(part.add(i * ldp), acci[0]);
+                _mm512_storeu_ps(part.add(i * ldp + 16), acci[1]);
+            }
+            return;
         }
         let mask = if cols >= 32 { u32::MAX } else { (1u32 << cols) - 1 };
         for (i, acci) in acc.iter().enumerate().take(rows) {
@@ -399,6 +425,6 @@ unsafe fn tile_kernel(ap: *const u32, bp: *const u32, k2: usize, out: *mut u16, 
 
 #[cfg(not(target_arch = "x86_64"))]
 #[allow(clippy::too_many_arguments)]
-unsafe fn tile_kernel(_: *const u32, _: *const u32, _: usize, _: *mut u16, _: usize, _: usize, _: usize) {
+unsafe fn tile_kernel(_: *const u32, _: *const u32, _: usize, _: (*mut f32, usize), _: Stage, _: *mut u16, _: usize, _: usize, _: usize) {
     unreachable!("available() is false off x86-64")
 }
