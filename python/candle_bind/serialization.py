@@ -123,7 +123,7 @@ class _RecordStorage:
 
     def tensor(self) -> Tensor:
         if self._tensor is None:
-            dtype = getattr(_C, _NATIVE[self.kind])
+            dtype = getattr(_C, _NATIVE.get(self.kind, "uint8"))  # an untyped record: its bytes
             self._tensor = _C.read_storage(self.path, self.offset, self.nbytes, dtype, self.mmap)
         return self._tensor
 

@@ -123,7 +123,10 @@ fn unmap(data: *mut u8) -> bool {
     let s = t.remove(i);
     drop(t);
     // SAFETY: (base, len) is a mapping made by `map_region` whose only user, the Vec, is being freed.
-    unsafe { libc::munmap(s.base as *mut libc::c_void, s.len) };
+    #[cfg(unix)]
+    unsafe {
+        libc::munmap(s.base as *mut libc::c_void, s.len)
+    };
     true
 }
 
@@ -166,19 +169,15 @@ unsafe impl GlobalAlloc for Allocator {
 #[global_allocator]
 static GLOBAL: Allocator = Allocator;
 
-fn page_size() -> usize {
-    // SAFETY: sysconf has no preconditions.
-    let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    if p > 0 { p as usize } else { 4096 }
-}
-
 /// A private writable mapping of `len` bytes of `file` at `offset`, registered as a block of the
 /// allocator; its data pointer, or None when it cannot be had (the caller copies).
+#[cfg(unix)]
 fn map_region(file: &File, offset: u64, len: usize) -> Option<*mut u8> {
     use std::os::unix::fs::MetadataExt;
     use std::os::unix::io::AsRawFd;
     let meta = file.metadata().ok()?;
-    let page = page_size() as u64;
+    // SAFETY: sysconf has no preconditions.
+    let page = u64::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).ok().filter(|&p| p > 0)?;
     let skip = (offset % page) as usize;
     let map_len = len.checked_add(skip)?;
     let at = libc::off_t::try_from(offset - skip as u64).ok()?;
@@ -196,6 +195,12 @@ fn map_region(file: &File, offset: u64, len: usize) -> Option<*mut u8> {
         return None;
     }
     Some(data as *mut u8)
+}
+
+/// Elsewhere tensors are copied.
+#[cfg(not(unix))]
+fn map_region(_file: &File, _offset: u64, _len: usize) -> Option<*mut u8> {
+    None
 }
 
 /// Copies little-endian element bytes into a new buffer of `T`, calling `done(offset, len)` after each
@@ -239,10 +244,18 @@ pub fn mapped<T: WithDType>(file: &File, offset: u64, len: usize, shape: &[usize
 /// Whether any live tensor maps the file at `path` (its writers then replace the file, not truncate it).
 #[pyfunction]
 pub fn is_mapped(path: std::path::PathBuf) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    let Ok(meta) = std::fs::metadata(&path) else { return false };
-    let t = table();
-    t.live != 0 && t.slots.iter().any(|s| s.data != 0 && s.dev == meta.dev() && s.ino == meta.ino())
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let Ok(meta) = std::fs::metadata(&path) else { return false };
+        let t = table();
+        t.live != 0 && t.slots.iter().any(|s| s.data != 0 && s.dev == meta.dev() && s.ino == meta.ino())
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        false
+    }
 }
 
 /// How many tensors are mapped in place now (for tests).
@@ -301,11 +314,9 @@ pub fn region(file: &File, offset: u64, len: usize, shape: &[usize], dt: DType, 
         return Ok(PyTensor::new(Tensor::zeros(shape, dt.candle(), &Device::Cpu).py()?, dt));
     }
     // A read-only view of the region for the copy; its pages leave this process with it.
-    let page = page_size() as u64;
-    let skip = (offset % page) as usize;
     // SAFETY: read-only; like every mmap-based reader we rely on the file not being truncated meanwhile.
-    let map = unsafe { memmap2::MmapOptions::new().offset(offset - skip as u64).len(len + skip).map(file)? };
-    copy_as(&map[skip..], shape, dt, &|_, _| {})
+    let map = unsafe { memmap2::MmapOptions::new().offset(offset).len(len).map(file)? };
+    copy_as(&map, shape, dt, &|_, _| {})
 }
 
 /// Little-endian bytes of dtype `dt` copied into a new tensor of `shape` (see `copied` for `done`).
