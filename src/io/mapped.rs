@@ -230,7 +230,7 @@ pub fn copied<T: WithDType>(bytes: &[u8], shape: &[usize], done: &dyn Fn(usize, 
 /// checked that the region lies inside the file and that `len` is `shape`'s byte size.
 pub fn mapped<T: WithDType>(file: &File, offset: u64, len: usize, shape: &[usize]) -> Option<Tensor> {
     let size = std::mem::size_of::<T>();
-    if !cfg!(target_endian = "little") || len < MAP_FROM || len % size != 0 || offset % std::mem::align_of::<T>() as u64 != 0 {
+    if !cfg!(target_endian = "little") || len < MAP_FROM || !len.is_multiple_of(size) || !offset.is_multiple_of(std::mem::align_of::<T>() as u64) {
         return None;
     }
     let data = map_region(file, offset, len)?;
@@ -286,7 +286,7 @@ pub fn read_storage(
         return Err(value_err(format!("storage of {nbytes} bytes at byte {offset} lies past the end of {}", path.display())));
     }
     let size = dt.itemsize();
-    if nbytes % size != 0 {
+    if !nbytes.is_multiple_of(size) {
         return Err(value_err(format!("storage of {nbytes} bytes is not a whole number of {dt:?} elements")));
     }
     py.detach(|| region(&file, offset, nbytes, &[nbytes / size], dt, mmap))
