@@ -125,6 +125,8 @@ mod candle_bind_c {
     #[pymodule_export]
     use crate::io::safetensors::{safe_open_bytes, safe_open_file, safetensors_serialize, PySafeOpen};
     #[pymodule_export]
+    use crate::io::mapped::{is_mapped, mapped_count, read_storage};
+    #[pymodule_export]
     use crate::nn::attention::sdpa;
     #[pymodule_export]
     use crate::nn::conv::{conv, conv_transpose};

@@ -1,8 +1,9 @@
 """candle_bind.safetensors: the API of `safetensors.torch`, on candle_bind tensors.
 
 Files are memory-mapped and validated before anything is read (header size, offsets, byte
-lengths); tensors are copied out in parallel straight into their own buffers, optionally to a
-target dtype/device.
+lengths); a tensor is then mapped in place, copy-on-write (no copy, no read up front, as
+safetensors' own torch tensors), or, when small or misaligned, copied straight into its own buffer;
+optionally to a target dtype/device (a copy only then).
 """
 
 from __future__ import annotations
@@ -107,9 +108,9 @@ def save(tensors: Dict[str, Tensor], metadata: Optional[Dict[str, str]] = None) 
 
 
 def save_file(tensors: Dict[str, Tensor], filename, metadata: Optional[Dict[str, str]] = None) -> None:
-    data = _C.safetensors_serialize(_check(tensors), metadata)
-    with open(_path(filename), "wb") as f:
-        f.write(data)
+    from .serialization import write_file
+
+    write_file(_path(filename), _C.safetensors_serialize(_check(tensors), metadata))
 
 
 def _storage_key(t: Tensor):

@@ -92,6 +92,56 @@ class _Storage:
     def __init__(self, array: np.ndarray, kind: str, key: str, location: str = "cpu"):
         self.array, self.kind, self.key, self.location = array, kind, key, location
 
+    @property
+    def numel(self) -> int:
+        return self.array.shape[0]
+
+    def view(self, offset: int, size: tuple, stride: tuple) -> Tensor:
+        n, item = self.array.shape[0], self.array.itemsize
+        view = np.lib.stride_tricks.as_strided(self.array[offset:] if n else self.array, shape=size,
+                                               strides=tuple(s * item for s in stride), writeable=False)
+        return _to_tensor(view, self.kind)
+
+
+# Storage kinds a record of a checkpoint file is read as by Rust (mapped in place, or copied);
+# complex storages go through numpy.
+_NATIVE = {k: v[1] for k, v in _STORAGES.items() if v[1] is not None and not k.startswith("Complex")}
+
+
+class _RecordStorage:
+    """A storage record of a checkpoint file on disk (stored, not compressed): read as one 1-D tensor
+    the first time a view needs it, mapped in place under mmap=True (views of it share its memory,
+    as torch's), else copied once straight from the file."""
+
+    def __init__(self, path: str, offset: int, nbytes: int, kind: str, key: str, location: str, mmap: bool):
+        self.path, self.offset, self.nbytes, self.kind, self.key, self.location = path, offset, nbytes, kind, key, location
+        self.mmap, self._tensor = mmap, None
+
+    @property
+    def numel(self) -> int:
+        return self.nbytes // np.dtype(_STORAGES[self.kind][0]).itemsize
+
+    def tensor(self) -> Tensor:
+        if self._tensor is None:
+            dtype = getattr(_C, _NATIVE.get(self.kind, "uint8"))  # an untyped record: its bytes
+            self._tensor = _C.read_storage(self.path, self.offset, self.nbytes, dtype, self.mmap)
+        return self._tensor
+
+    def view(self, offset: int, size: tuple, stride: tuple) -> Tensor:
+        flat = self.tensor()
+        numel = int(np.prod(size, dtype=np.int64))
+        expect, acc = [], 1
+        for n in reversed(size):
+            expect.append(acc)
+            acc *= n
+        if numel == 0 or all(n == 1 or st == e for n, st, e in zip(size, stride, reversed(expect))):
+            if offset == 0 and numel == flat.numel():
+                return flat.reshape(size)
+            return flat[offset:offset + numel].reshape(size)
+        from ._layout_ops import as_strided
+
+        return as_strided(flat, size, stride, offset)
+
 
 # The saved device of each tensor a load() in progress has built that was not on the CPU (by id):
 # torch.load puts tensors back where they were saved unless map_location says otherwise.
@@ -128,12 +178,12 @@ def _to_tensor(arr: np.ndarray, kind: str) -> Tensor:
 
 
 def _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad=False, backward_hooks=None, metadata=None):
-    if not isinstance(storage, _Storage):
+    if not isinstance(storage, (_Storage, _RecordStorage)):
         raise UnpicklingError("tensor rebuilt from something that is not a storage record")
     if storage.kind == "UntypedStorage":
         raise UnpicklingError("tensor rebuilt from an untyped storage without a dtype")
     size, stride = tuple(int(s) for s in size), tuple(int(s) for s in stride)
-    n = storage.array.shape[0]
+    n = storage.numel
     if len(size) != len(stride) or storage_offset < 0 or any(s < 0 for s in size) or any(s < 0 for s in stride):
         raise UnpicklingError(f"invalid tensor view: size {size}, stride {stride}, offset {storage_offset}")
     if all(s > 0 for s in size):
@@ -144,10 +194,7 @@ def _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad=Fals
     cache = storage.__dict__.setdefault("views", {})
     key = (storage_offset, size, stride)
     if key not in cache:
-        item = storage.array.itemsize
-        view = np.lib.stride_tricks.as_strided(storage.array[storage_offset:] if n else storage.array, shape=size,
-                                               strides=tuple(s * item for s in stride), writeable=False)
-        cache[key] = _to_tensor(view, storage.kind)
+        cache[key] = storage.view(storage_offset, size, stride)
         if storage.location != "cpu" and getattr(_LOCATIONS, "seen", None) is not None:
             _LOCATIONS.seen[id(cache[key])] = storage.location
     return cache[key]
@@ -167,7 +214,7 @@ def _typed(storage, dtype) -> _Storage:
     """An untyped (byte) storage read as `dtype`'s elements; one per dtype, so tied tensors stay one object."""
     if isinstance(dtype, _UnsupportedDtype):
         raise _unsupported(dtype)
-    if not isinstance(storage, _Storage) or not isinstance(dtype, _StorageType) or _STORAGES[dtype.name][1] is None:
+    if not isinstance(storage, (_Storage, _RecordStorage)) or not isinstance(dtype, _StorageType) or _STORAGES[dtype.name][1] is None:
         raise UnpicklingError(f"_rebuild_tensor_v3 got storage {storage!r} with dtype {dtype!r}")
     if storage.kind == dtype.name:
         return storage
@@ -176,10 +223,16 @@ def _typed(storage, dtype) -> _Storage:
     typed = storage.__dict__.setdefault("typed", {})
     if dtype.name not in typed:
         np_dtype = np.dtype(_STORAGES[dtype.name][0])
-        if storage.array.nbytes % np_dtype.itemsize:
-            raise UnpicklingError(f"storage {storage.key} has {storage.array.nbytes} bytes, "
+        nbytes = storage.nbytes if isinstance(storage, _RecordStorage) else storage.array.nbytes
+        if nbytes % np_dtype.itemsize:
+            raise UnpicklingError(f"storage {storage.key} has {nbytes} bytes, "
                                   f"not a whole number of {dtype.name} elements")
-        typed[dtype.name] = _Storage(storage.array.view(np_dtype), dtype.name, storage.key, storage.location)
+        if isinstance(storage, _RecordStorage) and dtype.name in _NATIVE:
+            typed[dtype.name] = _RecordStorage(storage.path, storage.offset, nbytes, dtype.name, storage.key,
+                                               storage.location, storage.mmap)
+        else:
+            array = storage.array if isinstance(storage, _Storage) else storage.tensor().numpy()
+            typed[dtype.name] = _Storage(array.view(np_dtype), dtype.name, storage.key, storage.location)
     return typed[dtype.name]
 
 
@@ -246,19 +299,28 @@ class _Unpickler(pickle.Unpickler):
         kind = _storage_kind(pid)
         key, numel = str(pid[2]), pid[4]
         if key not in self._storages:
-            name = f"{self._prefix}data/{key}"
-            if name not in self._records:
-                raise UnpicklingError(f"storage record {name} is missing from the archive")
-            raw = self._records.read(name)
-            np_dtype = np.dtype(_STORAGES[kind][0])
-            if len(raw) % np_dtype.itemsize:
-                raise UnpicklingError(f"storage record {name} has {len(raw)} bytes, not a whole number of {kind} elements")
-            arr = np.frombuffer(raw, dtype=np_dtype)
-            self._storages[key] = _Storage(arr, kind, key, str(pid[3]))
+            self._storages[key] = self._storage(kind, key, str(pid[3]))
         st = self._storages[key]
-        if st.array.shape[0] < int(numel):
-            raise UnpicklingError(f"storage record {key} holds {st.array.shape[0]} elements, the pickle says {numel}")
+        if st.numel < int(numel):
+            raise UnpicklingError(f"storage record {key} holds {st.numel} elements, the pickle says {numel}")
         return st
+
+    def _storage(self, kind: str, key: str, location: str):
+        name = f"{self._prefix}data/{key}"
+        if name not in self._records:
+            raise UnpicklingError(f"storage record {name} is missing from the archive")
+        itemsize = np.dtype(_STORAGES[kind][0]).itemsize
+        locate = getattr(self._records, "locate", None)  # (the legacy format's records are bytes)
+        located = locate(name) if locate is not None and (kind in _NATIVE or kind == "UntypedStorage") else None
+        nbytes = located[2] if located is not None else None
+        raw = self._records.read(name) if located is None else None
+        if (nbytes if raw is None else len(raw)) % itemsize:
+            raise UnpicklingError(f"storage record {name} has {nbytes if raw is None else len(raw)} bytes, "
+                                  f"not a whole number of {kind} elements")
+        if located is not None:
+            path, offset, nbytes, mmap = located
+            return _RecordStorage(path, offset, nbytes, kind, key, location, mmap)
+        return _Storage(np.frombuffer(raw, dtype=np.dtype(_STORAGES[kind][0])), kind, key, location)
 
 
 class _Records:
@@ -270,6 +332,32 @@ class _Records:
 
     def read(self, name):
         return self._zf.read(name)
+
+    def locate(self, name):
+        """(path, byte offset, byte size, mmap) of a record read straight from the file; None here."""
+        return None
+
+
+class _FileRecords(_Records):
+    """The records of an archive on disk: stored (uncompressed) ones are read by Rust from the file."""
+
+    def __init__(self, zf: zipfile.ZipFile, path: str, mmap: bool):
+        super().__init__(zf)
+        self._path, self._mmap = path, mmap
+
+    def locate(self, name):
+        info = self._zf.getinfo(name)
+        if info.compress_type != zipfile.ZIP_STORED:
+            return None
+        # The data follows the record's local header, whose name and extra field lengths may differ
+        # from the central directory's (torch pads the extra field to align the data to 64 bytes).
+        fp = self._zf.fp
+        fp.seek(info.header_offset)
+        head = fp.read(30)
+        if len(head) != 30 or head[:4] != b"PK\x03\x04":
+            raise UnpicklingError(f"corrupted checkpoint: bad local header for record {name}")
+        n, m = struct.unpack("<HH", head[26:30])
+        return self._path, info.header_offset + 30 + n + m, info.file_size, self._mmap
 
 
 def _map(obj, fn, memo=None):
@@ -338,23 +426,47 @@ def _checked_pickle(f, what: str) -> int:
 
 
 def _load_zip(data: bytes):
-    zf = zipfile.ZipFile(io.BytesIO(data))
+    return _unpickle_zip(zipfile.ZipFile(io.BytesIO(data)), _Records)
+
+
+def _unpickle_zip(zf: zipfile.ZipFile, records):
     pkl = [n for n in zf.namelist() if n.endswith("data.pkl")]
     if not pkl:
         raise UnpicklingError("not a torch checkpoint: the archive has no data.pkl record")
     prefix = pkl[0][: -len("data.pkl")]
     f = io.BytesIO(zf.read(pkl[0]))
     _checked_pickle(f, "data.pkl")
-    return _Unpickler(f, _Records(zf), prefix).load()
+    return _Unpickler(f, records(zf), prefix).load()
+
+
+def _load_zip_file(path: str, mmap: bool):
+    """A zip checkpoint on disk: only the directory and the pickle are read here; each storage record
+    is mapped (mmap=True) or copied once, by Rust, when a tensor needs it."""
+    with zipfile.ZipFile(path) as zf:
+        return _unpickle_zip(zf, lambda z: _FileRecords(z, path, mmap))
 
 
 def load(f, map_location=None, pickle_module=None, *, weights_only: bool = True, mmap=None, **pickle_load_args) -> Any:
     """torch.load for the zip and the legacy formats: returns the saved object with candle_bind tensors.
-    `weights_only=False` is accepted but grants nothing more: no code from the file ever runs."""
-    data = _read_all(f)
+    `weights_only=False` is accepted but grants nothing more: no code from the file ever runs.
+    `mmap=True` (a path only, as torch) maps each tensor's bytes in place, copy-on-write: no read up
+    front, and writes to the tensors never reach the file."""
+    path = os.fspath(f) if isinstance(f, (str, os.PathLike)) else None
+    if mmap and path is None:
+        raise ValueError("f must be a file path in order to use the mmap argument")
+    if path is not None:
+        with open(path, "rb") as fh:  # FileNotFoundError and friends as torch's, before anything else
+            is_zip = zipfile.is_zipfile(fh)
+    data = None if path is not None and is_zip else _read_all(f)
+    if mmap and data is not None:
+        raise RuntimeError("mmap can only be used with files saved with "
+                           f"`torch.save({f + ', ' if isinstance(f, str) else ''}_use_new_zipfile_serialization=True), "
+                           "please torch.save your checkpoint with this option in order to use mmap.")
     _LOCATIONS.seen = {}
     try:
-        if _is_zip(data):
+        if data is None:
+            obj = _load_zip_file(path, bool(mmap))
+        elif _is_zip(data):
             obj = _load_zip(data)
         elif data[257:262] == b"ustar":
             raise UnpicklingError(
@@ -534,11 +646,43 @@ def save(obj: Any, f, pickle_module=None, pickle_protocol=2, _use_new_zipfile_se
         zf.writestr(f"{name}/data.pkl", wr.out.getvalue())
         zf.writestr(f"{name}/byteorder", "little")
         for i, t in enumerate(wr.storages):
-            zf.writestr(f"{name}/data/{i}", _storage_bytes(t))
+            _write_aligned(zf, buf, f"{name}/data/{i}", _storage_bytes(t))
         zf.writestr(f"{name}/version", "3\n")
     data = buf.getvalue()
     if isinstance(f, (str, os.PathLike)):
-        with open(os.fspath(f), "wb") as fh:
-            fh.write(data)
+        write_file(os.fspath(f), data)
     else:
         f.write(data)
+
+
+def _write_aligned(zf: zipfile.ZipFile, buf: io.BytesIO, name: str, data: bytes) -> None:
+    """A stored record whose data starts at a multiple of 64 bytes, padded as torch's writer pads
+    (an extra field "FB"), so torch.load(mmap=True) maps its tensors in place."""
+    info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
+    info.compress_type, info.external_attr = zipfile.ZIP_STORED, 0o600 << 16
+    start = buf.tell() + 30 + len(name.encode()) + 4
+    pad = -start % 64
+    info.extra = b"FB" + struct.pack("<H", pad) + b"Z" * pad
+    zf.writestr(info, data)
+
+
+def write_file(path: str, data: bytes) -> None:
+    """Writes `data` to `path`. A file that tensors of this process map in place (loaded with mmap)
+    is replaced, not truncated: a new file renamed over it, so the mapped tensors keep the old bytes
+    (truncating it would make reading them raise SIGBUS)."""
+    if not _C.is_mapped(path):
+        with open(path, "wb") as fh:
+            fh.write(data)
+        return
+    import shutil
+    import tempfile
+
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix=".candle_bind-")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        shutil.copymode(path, tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise

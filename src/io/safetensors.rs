@@ -1,30 +1,32 @@
 //! safetensors in and out. Files are memory-mapped and validated by the `safetensors` crate (header
 //! size capped, offsets contiguous and in bounds, byte lengths matching dtype × shape) before any
-//! tensor is read; tensors are then copied out of the map in parallel, each straight into its own
-//! buffer (no whole-file read, no second copy).
+//! tensor is read. A tensor of a file is then mapped in place (`mapped.rs`: no copy, copy-on-write,
+//! as torch's safetensors tensors); small, misaligned and int8 ones, and those of in-memory bytes,
+//! are copied out of the map in parallel, each straight into its own buffer.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use ::safetensors::tensor::{Dtype, Metadata, SafeTensors, TensorInfo};
-use candle_core::{Device, Tensor, WithDType};
+use candle_core::Device;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
 use crate::dtype::DType;
 use crate::error::{dtype_err, value_err, IntoPyResult};
+use crate::io::mapped::{copy_as, mapped_as};
 use crate::tensor::{cast, PyTensor};
 
-/// Where the bytes live: a memory-mapped file or an owned buffer.
+/// Where the bytes live: a memory-mapped file (kept open to map tensors from) or an owned buffer.
 enum Bytes {
-    Map(memmap2::Mmap),
+    Map(memmap2::Mmap, std::fs::File),
     Owned(Vec<u8>),
 }
 
 impl Bytes {
     fn as_slice(&self) -> &[u8] {
         match self {
-            Bytes::Map(m) => m,
+            Bytes::Map(m, _) => m,
             Bytes::Owned(v) => v,
         }
     }
@@ -33,7 +35,7 @@ impl Bytes {
     /// loading a file costs its size in RSS once (the tensors), not twice (tensors + mapped pages).
     fn release(&self, start: usize, len: usize) {
         #[cfg(unix)]
-        if let Bytes::Map(m) = self {
+        if let Bytes::Map(m, _) = self {
             // SAFETY: the map is a read-only shared file mapping: dropped pages are read back from
             // the file on the next access, with the same contents. A failure only leaves them resident.
             let _ = unsafe { m.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, start, len) };
@@ -79,40 +81,9 @@ fn file_dtype(d: DType) -> PyResult<Dtype> {
     })
 }
 
-/// Copies little-endian element bytes into a new, aligned buffer of `T`, calling `done(offset, len)`
-/// for each copied run of `bytes` (a few MiB at a time) so the caller can drop it from memory.
-fn typed<T: WithDType>(bytes: &[u8], shape: &[usize], done: &dyn Fn(usize, usize)) -> PyResult<Tensor> {
-    const RUN: usize = 4 << 20;
-    let n = bytes.len() / std::mem::size_of::<T>();
-    crate::memory::ensure_bytes(n * std::mem::size_of::<T>())?;
-    let mut v: Vec<T> = Vec::with_capacity(n);
-    // SAFETY: the validated length is n·size_of::<T>() bytes; every bit pattern is a valid T for
-    // these plain numeric types; the source may be unaligned, hence a byte copy.
-    unsafe {
-        let dst = v.as_mut_ptr() as *mut u8;
-        for start in (0..n * std::mem::size_of::<T>()).step_by(RUN) {
-            let len = RUN.min(n * std::mem::size_of::<T>() - start);
-            std::ptr::copy_nonoverlapping(bytes.as_ptr().add(start), dst.add(start), len);
-            done(start, len);
-        }
-        v.set_len(n);
-    }
-    Tensor::from_vec(v, shape, &Device::Cpu).py()
-}
-
 fn to_tensor(info: &TensorInfo, data: &[u8], done: &dyn Fn(usize, usize)) -> PyResult<PyTensor> {
     let dt = our_dtype(info.dtype)?;
-    let bytes = &data[info.data_offsets.0..info.data_offsets.1];
-    let t = if dt == DType::I8 {
-        // int8 lives in int16 storage: each byte sign-extended.
-        let v: Vec<i16> = bytes.iter().map(|&b| b as i8 as i16).collect();
-        done(0, bytes.len());
-        Tensor::from_vec(v, info.shape.as_slice(), &Device::Cpu).py()?
-    } else {
-        crate::with_dtype!(dt.candle(), T => typed::<T>(bytes, &info.shape, done))?
-    };
-    let t = if dt == DType::Bool { cast(&t, DType::U8, DType::Bool)? } else { t };
-    Ok(PyTensor::new(t, dt))
+    copy_as(&data[info.data_offsets.0..info.data_offsets.1], &info.shape, dt, done)
 }
 
 /// An opened safetensors file or buffer: validated header, lazy tensors.
@@ -137,6 +108,12 @@ impl PySafeOpen {
     fn load(&self, name: &str, dtype: Option<DType>, device: &Device) -> PyResult<PyTensor> {
         let info = self.info(name)?;
         let base = self.header + info.data_offsets.0;
+        if let Bytes::Map(_, file) = &*self.bytes {
+            let len = info.data_offsets.1 - info.data_offsets.0;
+            if let Some(t) = mapped_as(file, base as u64, len, &info.shape, our_dtype(info.dtype)?)? {
+                return finish(t, dtype, device);
+            }
+        }
         let t = to_tensor(info, self.data(), &|start, len| self.bytes.release(base + start, len))?;
         finish(t, dtype, device)
     }
@@ -204,7 +181,7 @@ pub fn safe_open_file(path: std::path::PathBuf) -> PyResult<PySafeOpen> {
     // SAFETY: the map is read-only; like every mmap-based loader we rely on the file not being
     // truncated while it is open.
     let map = unsafe { memmap2::Mmap::map(&f)? };
-    PySafeOpen::new(Bytes::Map(map))
+    PySafeOpen::new(Bytes::Map(map, f))
 }
 
 /// Opens safetensors bytes held in memory.
