@@ -154,6 +154,19 @@ macro_rules! float_binop {
     };
 }
 
+/// `float_binop!`'s arithmetic for a 16-bit float type: each result computed in f32, rounded once.
+macro_rules! half_binop {
+    ($H:ty, $op:expr, $a:expr, $b:expr, $dims:expr) => {{
+        use super::kernels::Half;
+        match $op {
+            BinOp::Add => zip_cpu::<$H, $H, _>($a, $b, $dims, |x, y| <$H>::narrow(x.widen() + y.widen())),
+            BinOp::Sub => zip_cpu::<$H, $H, _>($a, $b, $dims, |x, y| <$H>::narrow(x.widen() - y.widen())),
+            BinOp::Mul => zip_cpu::<$H, $H, _>($a, $b, $dims, |x, y| <$H>::narrow(x.widen() * y.widen())),
+            _ => zip_cpu::<$H, $H, _>($a, $b, $dims, |x, y| <$H>::narrow(x.widen() / y.widen())),
+        }
+    }};
+}
+
 macro_rules! int_binop {
     ($T:ty, $op:expr, $a:expr, $b:expr, $dims:expr) => {
         match $op {
@@ -228,10 +241,14 @@ fn compute(op: BinOp, a: &Tensor, b: &Tensor, ct: DType) -> PyResult<Tensor> {
         return compute_candle(op, a, b, ct, &dims);
     }
     match ct {
+        // The arithmetic models repeat (residual adds, gating, rotary): widened in registers and
+        // rounded once, in one pass.
+        DType::BF16 if matches!(op, BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div) => half_binop!(half::bf16, op, a, b, &dims),
+        DType::F16 if matches!(op, BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div) => half_binop!(half::f16, op, a, b, &dims),
         DType::F16 | DType::BF16 => {
             let (a32, b32) = (super::convert(a, candle_core::DType::F32)?, super::convert(b, candle_core::DType::F32)?);
             let r = float_binop!(f32, op, &a32, &b32, &dims)?;
-            if op.is_cmp() { Ok(r) } else { r.to_dtype(ct.candle()).py() }
+            if op.is_cmp() { Ok(r) } else { super::convert(&r, ct.candle()) }
         }
         DType::F32 => float_binop!(f32, op, a, b, &dims),
         DType::F64 => float_binop!(f64, op, a, b, &dims),
