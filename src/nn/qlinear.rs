@@ -627,7 +627,7 @@ pub fn quantize_affine(
     let (channels, inner) = match axis {
         Some(ax) if ax < dims.len() => (dims[ax], dims[ax + 1..].iter().product::<usize>()),
         Some(ax) => return Err(runtime_err(format!("quantize: axis {ax} out of range for {} dims", dims.len()))),
-        None => (1, 1),
+        None => (1, PAR_ELEMS),
     };
     if scales.len() != channels || zero_points.len() != channels {
         return Err(runtime_err(format!(
@@ -636,19 +636,45 @@ pub fn quantize_affine(
             zero_points.len()
         )));
     }
-    let inv: Vec<f32> = scales.iter().map(|&s| 1.0f32 / s as f32).collect();
-    let xs = crate::tensor::host_vec::<f32>(&x.t)?;
-    let q = |i: usize, v: f32| -> i64 {
-        let c = (i / inner.max(1)) % channels.max(1);
-        let r = (v * inv[c]).round_ties_even();
-        // NaN and ±inf saturate in the cast, then clamp, as torch's.
-        (zero_points[c].saturating_add(r as i64)).clamp(lo, hi)
-    };
-    let t = py.detach(|| match out_dt {
-        DType::I8 => Tensor::from_vec(xs.iter().enumerate().map(|(i, &v)| q(i, v) as i16).collect::<Vec<_>>(), dims.as_slice(), &Device::Cpu),
-        DType::U8 => Tensor::from_vec(xs.iter().enumerate().map(|(i, &v)| q(i, v) as u8).collect::<Vec<_>>(), dims.as_slice(), &Device::Cpu),
-        _ => Tensor::from_vec(xs.iter().enumerate().map(|(i, &v)| q(i, v) as i32).collect::<Vec<_>>(), dims.as_slice(), &Device::Cpu),
-    })
+    let q = Quantizer { inv: scales.iter().map(|&s| 1.0f32 / s as f32).collect(), zps: zero_points, inner: inner.max(1), lo, hi };
+    let t = if crate::device::cpu_kernels(&x.t) { x.t.clone() } else { x.t.to_device(&Device::Cpu).py()? };
+    let t = crate::tensor::with_f32(&t, |xs| {
+        py.detach(|| match out_dt {
+            DType::I8 => Tensor::from_vec(q.run(xs, |v| v as i16), dims.as_slice(), &Device::Cpu),
+            DType::U8 => Tensor::from_vec(q.run(xs, |v| v as u8), dims.as_slice(), &Device::Cpu),
+            _ => Tensor::from_vec(q.run(xs, |v| v as i32), dims.as_slice(), &Device::Cpu),
+        })
+    })?
     .py()?;
+    let t = if x.t.device().is_cpu() { t } else { t.to_device(x.t.device()).py()? };
     Ok(PyTensor::new(t, out_dt))
+}
+
+/// Affine quantization of float values, one (1/scale, zero point) per block of `inner` elements
+/// cycling through the channels (a single pair: per tensor).
+struct Quantizer {
+    inv: Vec<f32>,
+    zps: Vec<i64>,
+    inner: usize,
+    lo: i64,
+    hi: i64,
+}
+
+impl Quantizer {
+    fn run<T: Copy + Send + Default>(&self, x: &[f32], cast: impl Fn(i64) -> T + Sync) -> Vec<T> {
+        let mut out = vec![T::default(); x.len()];
+        let per = (PAR_ELEMS / self.inner).max(1) * self.inner;
+        crate::pool::chunks_mut(&mut out, per, |ci, o| {
+            for (b, blk) in o.chunks_mut(self.inner).enumerate() {
+                let start = ci * per + b * self.inner;
+                let c = (start / self.inner) % self.inv.len();
+                let (inv, zp) = (self.inv[c], self.zps[c]);
+                for (d, &v) in blk.iter_mut().zip(&x[start..]) {
+                    // NaN and ±inf saturate in the cast, then clamp, as torch's.
+                    *d = cast(zp.saturating_add((v * inv).round_ties_even() as i64).clamp(self.lo, self.hi));
+                }
+            }
+        });
+        out
+    }
 }
