@@ -244,3 +244,14 @@ def test_every_kernel(level, kernel):
     env = {**os.environ, "CANDLE_BIND_ISA": level}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
+
+
+def test_quantized_engine_flag():
+    assert cb.backends.quantized.engine == torch.backends.quantized.engine == "x86"
+    cb.backends.quantized.engine = "fbgemm"
+    try:
+        assert cb.backends.quantized.engine == "fbgemm"
+        _raises(lambda: setattr(torch.backends.quantized, "engine", "foo"),
+                lambda: setattr(cb.backends.quantized, "engine", "foo"))
+    finally:
+        cb.backends.quantized.engine = "x86"
