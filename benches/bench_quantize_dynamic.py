@@ -12,7 +12,9 @@ Rows:
 - linear: one nn.Linear 768 -> 3072 (with bias) on 4096 rows;
 - smollm2: a SmolLM2-135M-shaped Llama (seeded weights: hidden 576, 30 layers, 9 heads / 3 KV heads,
   MLP 1536, vocabulary 49152, tied embeddings) through LlamaForCausalLM, a 128-token prefill (logits
-  for every position, as a plain forward gives them).
+  for every position, as a plain forward gives them);
+- smollm2-decode: the same model, generate() of 32 greedy tokens after a 16-token prompt (one-row
+  matmuls: memory-bound, where int8 weights are a quarter of float32's bytes).
 "agree" is the largest difference between the two sides' int8 outputs (sampled); "int8 err" each
 side's largest |int8 - f32| on the same samples.
 """
@@ -25,9 +27,10 @@ import time
 
 from harness import cpu_line, run_swapped
 
-ROWS = ["minilm", "linear", "smollm2"]
+ROWS = ["minilm", "linear", "smollm2", "smollm2-decode"]
 LABELS = {"minilm": "all-MiniLM-L6-v2, batch 32 x 128 tokens", "linear": "Linear 768->3072, 4096 rows",
-          "smollm2": "SmolLM2-135M-shaped prefill, 128 tokens"}
+          "smollm2": "SmolLM2-135M-shaped prefill, 128 tokens",
+          "smollm2-decode": "SmolLM2-135M-shaped, 32 greedy tokens"}
 
 
 def minilm_dir():
@@ -62,10 +65,15 @@ def worker(row, folder, threads, mode, reps):
             model = AutoModel.from_pretrained(minilm_dir()).eval()
             ids = torch.from_numpy(rng.randint(1000, 30000, (32, 128)).astype(np.int64))
             run = lambda m: m(input_ids=ids, attention_mask=torch.ones_like(ids)).last_hidden_state  # noqa: E731
-        else:
+        elif row == "smollm2":
             model = AutoModelForCausalLM.from_pretrained(os.path.join(folder, "smollm2")).eval()
             ids = torch.from_numpy(rng.randint(0, 49152, (1, 128)).astype(np.int64))
             run = lambda m: m(input_ids=ids, use_cache=False).logits  # noqa: E731
+        else:
+            model = AutoModelForCausalLM.from_pretrained(os.path.join(folder, "smollm2")).eval()
+            ids = torch.from_numpy(rng.randint(0, 49152, (1, 16)).astype(np.int64))
+            run = lambda m: m.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=32,  # noqa: E731
+                                       min_new_tokens=32, do_sample=False, pad_token_id=0).float()
     t0 = time.perf_counter()
     with torch.no_grad():
         ref = run(model)
@@ -87,7 +95,7 @@ def worker(row, folder, threads, mode, reps):
 
 # ----------------------------------------------------------------------------------------- driver
 def save_models(folder, rows):
-    if "smollm2" in rows:
+    if "smollm2" in rows or "smollm2-decode" in rows:
         import torch
         from transformers import LlamaConfig, LlamaForCausalLM
 
@@ -126,11 +134,16 @@ def main():
                 if None in res.values():
                     continue
                 ms = {k: v["time"] * 1e3 for k, v in res.items()}
-                agree = max(abs(a - b) for a, b in zip(res["torch", "int8"]["check"], res["cb", "int8"]["check"]))
+                diffs = [abs(a - b) for a, b in zip(res["torch", "int8"]["check"], res["cb", "int8"]["check"])]
+                if row.endswith("decode"):  # token ids: how many of the int8 tokens differ, and from f32's
+                    agree = f"{sum(d != 0 for d in diffs)} ids"
+                    err = "-"
+                else:
+                    agree = f"{max(diffs):.0e}"
+                    err = f"{res['torch', 'int8']['err']:.0e}/{res['cb', 'int8']['err']:.0e}"
                 print(f"{LABELS[row]:<42} {ms['torch', 'f32']:>9.1f} {ms['torch', 'int8']:>9.1f} {ms['cb', 'f32']:>9.1f} "
                       f"{ms['cb', 'int8']:>9.1f} {ms['cb', 'f32'] / ms['cb', 'int8']:>8.2f}x "
-                      f"{ms['cb', 'int8'] / ms['torch', 'int8']:>11.2f} {agree:>8.0e} "
-                      f"{res['torch', 'int8']['err']:>7.0e}/{res['cb', 'int8']['err']:.0e}")
+                      f"{ms['cb', 'int8'] / ms['torch', 'int8']:>11.2f} {agree:>8} {err:>15}")
                 print(f"{'  quantize_dynamic itself, s':<42} {'':>9} {res['torch', 'int8']['quantize_s']:>9.2f} {'':>9} "
                       f"{res['cb', 'int8']['quantize_s']:>9.2f}")
 
