@@ -637,16 +637,23 @@ pub fn quantize_affine(
         )));
     }
     let q = Quantizer { inv: scales.iter().map(|&s| 1.0f32 / s as f32).collect(), zps: zero_points, inner: inner.max(1), lo, hi };
-    let t = if crate::device::cpu_kernels(&x.t) { x.t.clone() } else { x.t.to_device(&Device::Cpu).py()? };
-    let t = crate::tensor::with_f32(&t, |xs| {
-        py.detach(|| match out_dt {
-            DType::I8 => Tensor::from_vec(q.run(xs, |v| v as i16), dims.as_slice(), &Device::Cpu),
-            DType::U8 => Tensor::from_vec(q.run(xs, |v| v as u8), dims.as_slice(), &Device::Cpu),
-            _ => Tensor::from_vec(q.run(xs, |v| v as i32), dims.as_slice(), &Device::Cpu),
-        })
-    })?
-    .py()?;
-    let t = if x.t.device().is_cpu() { t } else { t.to_device(x.t.device()).py()? };
+    let run = |t: &Tensor| -> PyResult<Tensor> {
+        crate::tensor::with_f32(t, |xs| {
+            py.detach(|| match out_dt {
+                DType::I8 => Tensor::from_vec(q.run(xs, |v| v as i16), dims.as_slice(), &Device::Cpu),
+                DType::U8 => Tensor::from_vec(q.run(xs, |v| v as u8), dims.as_slice(), &Device::Cpu),
+                _ => Tensor::from_vec(q.run(xs, |v| v as i32), dims.as_slice(), &Device::Cpu),
+            })
+        })?
+        .py()
+    };
+    // Quantized tensors live on the CPU (as torch's): input from another device is read there.
+    let t = if crate::device::cpu_kernels(&x.t) {
+        run(&x.t)?
+    } else {
+        let host = x.t.to_device(&Device::Cpu).py()?;
+        crate::device::on_host(|| run(&host))?
+    };
     Ok(PyTensor::new(t, out_dt))
 }
 
