@@ -26,10 +26,15 @@ pub enum DType {
     F64,
     C64,
     C128,
+    // Quantized dtypes (torch.ao.quantization): dtype objects only; their tensors are
+    // candle_bind._qtensor.QuantizedTensor (an integer tensor plus scale and zero point).
+    QInt8,
+    QUInt8,
+    QInt32,
 }
 
 /// Every dtype, in declaration order (`PyDType::object` indexes this by discriminant).
-pub const ALL: [DType; 17] = [
+pub const ALL: [DType; 20] = [
     DType::Bool,
     DType::U8,
     DType::I8,
@@ -47,6 +52,9 @@ pub const ALL: [DType; 17] = [
     DType::F64,
     DType::C64,
     DType::C128,
+    DType::QInt8,
+    DType::QUInt8,
+    DType::QInt32,
 ];
 
 /// Kinds ordered as torch orders them for promotion with Python scalars.
@@ -78,6 +86,9 @@ impl DType {
             DType::F64 => "float64",
             DType::C64 => "complex64",
             DType::C128 => "complex128",
+            DType::QInt8 => "qint8",
+            DType::QUInt8 => "quint8",
+            DType::QInt32 => "qint32",
         }
     }
 
@@ -101,6 +112,9 @@ impl DType {
             DType::F64 => "Double",
             DType::C64 => "ComplexFloat",
             DType::C128 => "ComplexDouble",
+            DType::QInt8 => "QInt8",
+            DType::QUInt8 => "QUInt8",
+            DType::QInt32 => "QInt32",
         }
     }
 
@@ -108,7 +122,10 @@ impl DType {
     /// over int16 storage, as bool is over uint8). The others are dtype objects only (names,
     /// finfo/iinfo, promotion); creating such a tensor raises.
     pub fn has_storage(self) -> bool {
-        !matches!(self, DType::U16 | DType::U32 | DType::U64 | DType::F8E5M2 | DType::C64 | DType::C128)
+        !matches!(
+            self,
+            DType::U16 | DType::U32 | DType::U64 | DType::F8E5M2 | DType::C64 | DType::C128 | DType::QInt8 | DType::QUInt8 | DType::QInt32
+        )
     }
 
     /// The error for a dtype without storage.
@@ -130,6 +147,7 @@ impl DType {
             DType::F32 => CDType::F32,
             DType::F64 => CDType::F64,
             DType::U16 | DType::U32 | DType::U64 | DType::F8E5M2 | DType::C64 | DType::C128 => CDType::U8,
+            DType::QInt8 | DType::QUInt8 | DType::QInt32 => CDType::U8,
         }
     }
 
@@ -155,6 +173,7 @@ impl DType {
             DType::U8 | DType::I8 | DType::I16 | DType::I32 | DType::I64 | DType::U16 | DType::U32 | DType::U64 => {
                 Kind::Int
             }
+            DType::QInt8 | DType::QUInt8 | DType::QInt32 => Kind::Int,
             DType::C64 | DType::C128 => Kind::Complex,
             _ => Kind::Float,
         }
@@ -165,14 +184,14 @@ impl DType {
     }
 
     pub fn is_signed(self) -> bool {
-        !matches!(self, DType::Bool | DType::U8 | DType::U16 | DType::U32 | DType::U64)
+        !matches!(self, DType::Bool | DType::U8 | DType::U16 | DType::U32 | DType::U64 | DType::QUInt8)
     }
 
     pub fn itemsize(self) -> usize {
         match self {
-            DType::Bool | DType::U8 | DType::I8 | DType::F8E4M3 | DType::F8E5M2 => 1,
+            DType::Bool | DType::U8 | DType::I8 | DType::F8E4M3 | DType::F8E5M2 | DType::QInt8 | DType::QUInt8 => 1,
             DType::I16 | DType::U16 | DType::F16 | DType::BF16 => 2,
-            DType::I32 | DType::U32 | DType::F32 => 4,
+            DType::I32 | DType::U32 | DType::F32 | DType::QInt32 => 4,
             DType::I64 | DType::U64 | DType::F64 | DType::C64 => 8,
             DType::C128 => 16,
         }
@@ -266,8 +285,11 @@ impl PyDType {
         self.0.kind() == Kind::Complex
     }
     #[getter]
-    fn is_signed(&self) -> bool {
-        self.0.is_signed()
+    fn is_signed(&self) -> PyResult<bool> {
+        if matches!(self.0, DType::QInt8 | DType::QUInt8 | DType::QInt32) {
+            return Err(crate::error::runtime_err("isSignedType not supported for quantized types"));
+        }
+        Ok(self.0.is_signed())
     }
     #[getter]
     fn itemsize(&self) -> usize {

@@ -135,6 +135,8 @@ mod candle_bind_c {
     #[pymodule_export]
     use crate::nn::pool::{pool, resample_axis};
     #[pymodule_export]
+    use crate::nn::qlinear::{qlinear_choose_qparams, qlinear_dynamic, qlinear_kernel, qlinear_prepack, quantize_affine, PackedLinear};
+    #[pymodule_export]
     use crate::nn::rnn::rnn_scan;
     #[pymodule_export]
     use crate::tensor::select::{bucketize, searchsorted, unique};

@@ -30,7 +30,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # sharing with numpy, RSS, threads timing our kernels), the fuzzer, and this file.
 NOT_DEVICE_TESTS = ["test_isa.py", "test_fuzz.py", "test_longrun.py", "test_threads.py", "test_stubs.py", "test_devices.py",
                     "test_whisper.py", "test_torchaudio.py", "test_torchvision_ops.py",
-                    "test_peft.py", "test_open_clip.py", "test_cross_encoder.py",
+                    "test_peft.py", "test_open_clip.py", "test_cross_encoder.py", "test_quantize_dynamic_hf.py",
                     "test_diffusers.py", "test_torchvision.py", "test_timm.py", "test_opinfo.py", "test_transformers_archs.py",
                     "test_mmap_load.py"]
 

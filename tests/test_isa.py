@@ -52,7 +52,7 @@ def test_unknown_value_warns_and_is_ignored():
 NOT_KERNEL_TESTS = ["test_fuzz.py", "test_longrun.py", "test_threads.py", "test_stubs.py", "test_compat.py",
                     "test_checkpoints.py", "test_checkpoints_legacy.py", "test_mmap_load.py", "test_gguf.py", "test_utils_data.py",
                     "test_robustness.py", "test_whisper.py", "test_torchaudio.py", "test_torchvision_ops.py",
-                    "test_peft.py", "test_open_clip.py", "test_cross_encoder.py",
+                    "test_peft.py", "test_open_clip.py", "test_cross_encoder.py", "test_quantize_dynamic_hf.py",
                     "test_diffusers.py", "test_fft.py", "test_complex.py", "test_torchvision.py", "test_timm.py", "test_opinfo.py", "test_transformers_archs.py",
                     # scalar Rust code and numpy's LAPACK: no instruction-set dispatch to cap
                     "test_special.py", "test_linalg.py", "test_error_types.py"]

@@ -121,10 +121,14 @@ _LAZY_MODULES = {
     "sparse",
     "linalg",
     "fx", "onnx", "ao", "_custom_ops", "_prims_common", "types",
-    "masked",
+    "masked", "quantization",
     "special",
     "func",
 }
+_QTENSOR_NAMES = ("quantize_per_tensor", "quantize_per_channel", "dequantize", "qscheme", "per_tensor_affine",
+                  "per_channel_affine", "per_tensor_symmetric", "per_channel_symmetric",
+                  "per_channel_affine_float_qparams", "_empty_affine_quantized", "_make_per_tensor_quantized_tensor",
+                  "_make_per_channel_quantized_tensor")
 # torch.<name> served by candle_bind.linalg (loaded on first use: it imports numpy)
 _LINALG_TOP_LEVEL = ("svd", "qr", "det", "logdet", "slogdet", "inverse", "pinverse", "svd_lowrank", "pca_lowrank",
                      "matrix_power", "cholesky")
@@ -170,6 +174,8 @@ def __getattr__(name):
         return getattr(importlib.import_module(f"{__name__}.cuda"), name)
     if name in ("UntypedStorage", "TypedStorage"):
         return getattr(importlib.import_module(f"{__name__}.storage"), name)
+    if name in _QTENSOR_NAMES:  # quantized tensors (torch.quantize_per_tensor, torch.per_tensor_affine, ...)
+        return getattr(importlib.import_module(f"{__name__}._qtensor"), name)
     if name.startswith("__"):
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     raise AttributeError(f"torch.{name} is not supported by candle_bind yet")
@@ -196,6 +202,10 @@ float8_e4m3fn = _C.float8_e4m3fn
 float8_e5m2 = _C.float8_e5m2
 complex64 = _C.complex64
 complex128 = _C.complex128
+# quantized dtypes (their tensors: candle_bind._qtensor.QuantizedTensor)
+qint8 = _C.qint8
+quint8 = _C.quint8
+qint32 = _C.qint32
 short = int16
 cfloat = complex64
 cdouble = complex128

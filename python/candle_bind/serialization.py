@@ -41,6 +41,8 @@ _STORAGES = {
     # (_rebuild_tensor_v3); the name is this module's handle for that pair.
     "Float8_e4m3fnStorage": ("u1", "float8_e4m3fn"),
     "ComplexFloatStorage": ("<c8", "complex64"), "ComplexDoubleStorage": ("<c16", "complex128"),
+    # Quantized tensors' integer values (_rebuild_qtensor adds their scale and zero point).
+    "QInt8Storage": ("i1", "int8"), "QUInt8Storage": ("u1", "uint8"), "QInt32Storage": ("<i4", "int32"),
     # Bytes with no dtype of their own; _rebuild_tensor_v3 says how to read them.
     "UntypedStorage": ("u1", None),
 }
@@ -57,8 +59,8 @@ _TORCH_DTYPES = {"float32": "FloatStorage", "float": "FloatStorage", "float64": 
 # torch dtypes a checkpoint may name that candle_bind has no tensors of: named in a DTypeError.
 _UNSUPPORTED_DTYPES = {"uint16", "uint32", "uint64", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz",
                        "float8_e8m0fnu", "complex32", "chalf"}
-_UNSUPPORTED_STORAGES = {"QInt8Storage": "qint8", "QInt32Storage": "qint32", "QUInt8Storage": "quint8",
-                         "QUInt4x2Storage": "quint4x2", "QUInt2x4Storage": "quint2x4"}
+_UNSUPPORTED_STORAGES = {"QUInt4x2Storage": "quint4x2", "QUInt2x4Storage": "quint2x4"}
+_QUANTIZED_STORAGES = {"QInt8Storage": "qint8", "QUInt8Storage": "quint8", "QInt32Storage": "qint32"}
 
 
 class _StorageType:
@@ -246,6 +248,26 @@ def _rebuild_parameter_with_state(data, requires_grad, backward_hooks, state):
     return _rebuild_parameter(data, requires_grad, backward_hooks)
 
 
+def _rebuild_qtensor(storage, storage_offset, size, stride, quantizer_params, requires_grad=False,
+                     backward_hooks=None):
+    """A quantized tensor (torch.save of a dynamic quantized Linear's weight): its integer values and
+    (qscheme, scale, zero_point) or (qscheme, scales, zero_points, axis)."""
+    from . import _qtensor
+
+    if not isinstance(storage, _Storage) or storage.kind not in _QUANTIZED_STORAGES:
+        raise UnpicklingError(f"_rebuild_qtensor got a {getattr(storage, 'kind', type(storage).__name__)}")
+    values = _rebuild_tensor_v2(storage, storage_offset, size, stride)
+    dtype = getattr(_C, _QUANTIZED_STORAGES[storage.kind])
+    scheme = quantizer_params[0]
+    if scheme is _qtensor.per_tensor_affine:
+        _, scale, zero_point = quantizer_params
+        return _qtensor.QuantizedTensor(values, dtype, scheme, [float(scale)], [int(zero_point)])
+    if scheme in (_qtensor.per_channel_affine, _qtensor.per_channel_affine_float_qparams):
+        _, scales, zero_points, axis = quantizer_params
+        return _qtensor.QuantizedTensor(values, dtype, scheme, scales.tolist(), zero_points.tolist(), int(axis))
+    raise UnpicklingError(f"unsupported quantization scheme {scheme!r} in the checkpoint")
+
+
 def _rebuild_from_type_v2(func, new_type, args, state):
     return func(*args)
 
@@ -258,6 +280,7 @@ _ALLOWED = {
     ("torch._utils", "_rebuild_tensor_v2"): _rebuild_tensor_v2,
     ("torch._utils", "_rebuild_tensor"): _rebuild_tensor,
     ("torch._utils", "_rebuild_tensor_v3"): _rebuild_tensor_v3,
+    ("torch._utils", "_rebuild_qtensor"): _rebuild_qtensor,
     ("torch._utils", "_rebuild_parameter"): _rebuild_parameter,
     ("torch._utils", "_rebuild_parameter_with_state"): _rebuild_parameter_with_state,
     ("torch._tensor", "_rebuild_from_type_v2"): _rebuild_from_type_v2,
@@ -291,6 +314,13 @@ class _Unpickler(pickle.Unpickler):
             return _UnsupportedDtype(name)
         if module in ("torch", "torch.cuda") and name in _UNSUPPORTED_STORAGES:
             return _UnsupportedDtype(_UNSUPPORTED_STORAGES[name])
+        if module == "torch" and name in ("qint8", "quint8", "qint32"):  # a quantized Linear's `dtype` entry
+            return getattr(_C, name)
+        if module == "torch" and name.startswith("per_"):
+            from ._qtensor import QSCHEMES
+
+            if name in QSCHEMES:
+                return QSCHEMES[name]
         raise UnpicklingError(
             f"Weights only load failed: unsupported global {module}.{name} in the checkpoint. candle_bind never runs "
             "code from checkpoint files; only tensors, parameters, OrderedDict and plain Python values load.")
@@ -547,6 +577,10 @@ class _Writer:
             self.w(b"\x89")
         elif isinstance(x, Tensor):
             self.tensor(x)
+        elif isinstance(x, _C.dtype):
+            self.glob("torch", repr(x).rsplit(".", 1)[-1])
+        elif type(x).__name__ in ("QuantizedTensor", "qscheme") and type(x).__module__ == "candle_bind._qtensor":
+            self.quantized(x)
         elif isinstance(x, int):
             self.int_(x)
         elif isinstance(x, float):
@@ -565,6 +599,10 @@ class _Writer:
                     self.obj(k)
                     self.obj(v)
                 self.w(b"u")
+            if isinstance(x, OrderedDict) and "_metadata" in getattr(x, "__dict__", {}):
+                # state_dict()'s versions, which torch's loaders read (BUILD sets the attribute back)
+                self.obj({"_metadata": x._metadata})
+                self.w(b"b")
         elif isinstance(x, list):
             self.w(b"]")
             if x:
@@ -581,12 +619,47 @@ class _Writer:
             raise TypeError(f"candle_bind.save cannot write objects of type {type(x).__name__} "
                             "(tensors, dicts, lists, tuples, numbers, strings, None and bools)")
 
+    def quantized(self, x):
+        """A quantized tensor as torch writes one (_rebuild_qtensor), or a qscheme (a torch global)."""
+        from . import _qtensor
+
+        if isinstance(x, _qtensor.qscheme):
+            return self.glob("torch", x.name)
+        self.glob("torch._utils", "_rebuild_qtensor")
+        self.w(b"(")
+        self.storage_view(x._int, _qtensor._INT_DTYPES[repr(x.dtype).rsplit(".", 1)[-1]][1])
+        if x._axis is None:
+            self.obj((x.qscheme(), float(x._scales[0]), int(x._zps[0])))
+        else:
+            self.obj((x.qscheme(), x.q_per_channel_scales(), x.q_per_channel_zero_points(), int(x._axis)))
+        self.w(b"\x89")
+        self.glob("collections", "OrderedDict")
+        self.w(b")R")
+        self.w(b"tR")
+
     def tensor(self, t: Tensor):
         from .nn.parameter import Parameter
 
         is_param = isinstance(t, Parameter)
+        if is_param:
+            self.glob("torch._utils", "_rebuild_parameter")
+            self.w(b"(")
+        self.glob("torch._utils", "_rebuild_tensor_v2")
+        self.w(b"(")
+        self.storage_view(t, _DTYPE_STORAGE[repr(t.dtype).rsplit(".", 1)[-1]])
+        self.w(b"\x89")
+        self.glob("collections", "OrderedDict")
+        self.w(b")R")
+        self.w(b"tR")
+        if is_param:
+            self.w(b"\x88" if t.requires_grad else b"\x89")
+            self.glob("collections", "OrderedDict")
+            self.w(b")R")
+            self.w(b"tR")
+
+    def storage_view(self, t: Tensor, kind: str):
+        """The persistent id of `t`'s storage record (as `kind`), offset 0, size and contiguous stride."""
         dtype = repr(t.dtype).rsplit(".", 1)[-1]
-        kind = _DTYPE_STORAGE[dtype]
         # Tensors sharing memory at the same place (tied weights) share one storage record.
         ident = (t.data_ptr(), tuple(t.shape), tuple(t.stride()), dtype) if t.numel() else None
         if ident is not None and ident in self.keys:
@@ -596,11 +669,6 @@ class _Writer:
             self.storages.append(t.contiguous())
             if ident is not None:
                 self.keys[ident] = key
-        if is_param:
-            self.glob("torch._utils", "_rebuild_parameter")
-            self.w(b"(")
-        self.glob("torch._utils", "_rebuild_tensor_v2")
-        self.w(b"(")
         self.w(b"(")  # persistent id tuple
         self.str_("storage")
         self.glob("torch", kind)
@@ -615,15 +683,6 @@ class _Writer:
             stride.append(acc)
             acc *= s
         self.obj(tuple(reversed(stride)))
-        self.w(b"\x89")
-        self.glob("collections", "OrderedDict")
-        self.w(b")R")
-        self.w(b"tR")
-        if is_param:
-            self.w(b"\x88" if t.requires_grad else b"\x89")
-            self.glob("collections", "OrderedDict")
-            self.w(b")R")
-            self.w(b"tR")
 
 
 def _storage_bytes(t: Tensor) -> bytes:

@@ -6,6 +6,7 @@ pub mod attention;
 pub mod conv;
 pub mod norm;
 pub mod pool;
+pub mod qlinear;
 pub mod rnn;
 mod window;
 mod winograd;

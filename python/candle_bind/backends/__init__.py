@@ -8,7 +8,7 @@ import importlib.machinery
 import sys
 import types
 
-__all__ = ["cpu", "cuda", "cudnn", "mha", "mkldnn", "mps", "opt_einsum"]
+__all__ = ["cpu", "cuda", "cudnn", "mha", "mkldnn", "mps", "opt_einsum", "quantized"]
 
 
 def _submodule(name: str, doc: str, **attrs) -> types.ModuleType:
@@ -60,3 +60,26 @@ def _cpu_capability() -> str:
 
 
 cpu = _submodule("cpu", "torch.backends.cpu", get_cpu_capability=_cpu_capability)
+
+
+class _QuantizedEngine(types.ModuleType):
+    """torch.backends.quantized: `engine` takes torch's names and reads back; the int8 kernels
+    (quantize_dynamic) always follow fbgemm's numerics, torch's x86/fbgemm engines' ("qnnpack" would
+    round differently in torch)."""
+
+    supported_engines = ["qnnpack", "onednn", "x86", "fbgemm"]
+    _engine = "x86"
+
+    @property
+    def engine(self) -> str:
+        return self._engine
+
+    @engine.setter
+    def engine(self, value: str) -> None:
+        if value not in self.supported_engines and value != "none":
+            raise RuntimeError(f"{value} is not a valid value for quantized engine")
+        self._engine = value
+
+
+quantized = _submodule("quantized", "torch.backends.quantized")
+quantized.__class__ = _QuantizedEngine

@@ -45,4 +45,8 @@ class FloatFunctional(Module):
 def __getattr__(name):
     if name.startswith("__"):
         raise AttributeError(name)
+    if name in ("dynamic", "Linear", "LinearPackedParams"):  # torch.nn.quantized.dynamic: torch.ao.nn's
+        from ..ao.nn import quantized
+
+        return getattr(quantized, name)
     raise AttributeError(f"torch.nn.quantized.{name} is not supported by candle_bind yet (no quantized layers)")

@@ -1,0 +1,3 @@
+from .linear import Linear
+
+__all__ = ["Linear"]
