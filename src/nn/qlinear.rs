@@ -259,14 +259,9 @@ enum Kernel {
     Portable,
 }
 
+/// AVX512-VNNI, unless `CANDLE_BIND_ISA` caps it (`avx512` keeps the level without its extensions).
 fn vnni() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        static HAS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-        *HAS.get_or_init(|| std::is_x86_feature_detected!("avx512vnni"))
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    false
+    crate::isa::has_avx512_vnni()
 }
 
 /// The kernel for this CPU and `CANDLE_BIND_ISA`; `a_max` is the largest quantized input value
