@@ -254,7 +254,7 @@ def _rebuild_qtensor(storage, storage_offset, size, stride, quantizer_params, re
     (qscheme, scale, zero_point) or (qscheme, scales, zero_points, axis)."""
     from . import _qtensor
 
-    if not isinstance(storage, _Storage) or storage.kind not in _QUANTIZED_STORAGES:
+    if not isinstance(storage, (_Storage, _RecordStorage)) or storage.kind not in _QUANTIZED_STORAGES:
         raise UnpicklingError(f"_rebuild_qtensor got a {getattr(storage, 'kind', type(storage).__name__)}")
     values = _rebuild_tensor_v2(storage, storage_offset, size, stride)
     dtype = getattr(_C, _QUANTIZED_STORAGES[storage.kind])
