@@ -35,22 +35,22 @@ pub fn available() -> bool {
 
 /// One operand: element (i, j) at `ptr + i·rs + j·cs` (bf16 bit patterns).
 #[derive(Clone, Copy)]
-pub struct Operand {
-    pub ptr: *const u16,
+pub struct Operand<T = u16> {
+    pub ptr: *const T,
     pub rs: usize,
     pub cs: usize,
 }
 // SAFETY: operands are read-only views of storage the caller keeps alive for the call.
-unsafe impl Send for Operand {}
-unsafe impl Sync for Operand {}
+unsafe impl<T> Send for Operand<T> {}
+unsafe impl<T> Sync for Operand<T> {}
 
-impl Operand {
+impl<T: Copy> Operand<T> {
     /// The same operand `elements` further on.
-    pub fn offset(self, elements: usize) -> Operand {
+    pub fn offset(self, elements: usize) -> Operand<T> {
         Operand { ptr: self.ptr.wrapping_add(elements), ..self }
     }
     #[inline(always)]
-    unsafe fn at(&self, i: usize, j: usize) -> u16 {
+    unsafe fn at(&self, i: usize, j: usize) -> T {
         // SAFETY: the caller's bounds (i < rows, j < cols of the operand).
         unsafe { *self.ptr.add(i * self.rs + j * self.cs) }
     }
@@ -73,7 +73,7 @@ pub unsafe fn gemm(m: usize, n: usize, k: usize, a: Operand, b: Operand, out: *m
     if m <= DOT_ROWS && b.rs == 1 {
         unsafe { dot_rows(m, n, k, a, b, out, ldo, threads) }
     } else {
-        unsafe { tiles(m, n, k, a, b, out, ldo, threads) }
+        unsafe { tiles::<u16>(m, n, k, a, b, out, ldo, threads) }
     }
 }
 
@@ -190,30 +190,28 @@ unsafe fn dot_kernel<const R: usize>(_: &[u16], _: usize, _: usize, _: Operand, 
 
 /// A packed for the tile kernel: per tile of 12 rows, per k-pair, 12 u32 of (A[r][2p], A[r][2p+1])
 /// (rows past m and the odd k's partner are zeros), so a row's pair is one 32-bit broadcast.
-fn pack_a(m: usize, k: usize, a: Operand, threads: usize) -> Vec<u32> {
-    let k2 = k.div_ceil(2);
+fn pack_a<T: Lane>(m: usize, k: usize, a: Operand<T>, threads: usize) -> Vec<u32> {
+    let k2 = k.div_ceil(T::PER);
     let tiles = m.div_ceil(MR);
     let mut ap = vec![0u32; tiles * k2 * MR];
     let pack = |t: usize, dst: &mut [u32]| {
         for i in 0..MR.min(m - t * MR) {
             let r = t * MR + i;
             if a.cs == 1 {
-                // A row's pairs are consecutive u32 (an odd k's last element pairs with a zero).
+                // A row's lanes are consecutive u32 (an odd k's last bf16 pairs with a zero).
                 // SAFETY: row r holds k elements from a.ptr + r·rs.
                 let row = unsafe { a.ptr.add(r * a.rs) };
-                for q in 0..k / 2 {
-                    dst[q * MR + i] = unsafe { (row.add(2 * q) as *const u32).read_unaligned() };
+                for q in 0..k / T::PER {
+                    dst[q * MR + i] = unsafe { (row.add(T::PER * q) as *const u32).read_unaligned() };
                 }
-                if k % 2 == 1 {
-                    dst[(k2 - 1) * MR + i] = unsafe { *row.add(k - 1) } as u32;
+                if k % T::PER != 0 {
+                    dst[(k2 - 1) * MR + i] = unsafe { *row.add(k - 1) }.bits();
                 }
                 continue;
             }
             for q in 0..k2 {
-                // SAFETY: r < m, 2q < k, and 2q + 1 is read only when < k.
-                let lo = unsafe { a.at(r, 2 * q) } as u32;
-                let hi = if 2 * q + 1 < k { (unsafe { a.at(r, 2 * q + 1) }) as u32 } else { 0 };
-                dst[q * MR + i] = lo | (hi << 16);
+                // SAFETY: r < m and every element read is below k.
+                dst[q * MR + i] = unsafe { lane(k, q, |p| a.at(r, p)) };
             }
         }
     };
@@ -225,39 +223,79 @@ fn pack_a(m: usize, k: usize, a: Operand, threads: usize) -> Vec<u32> {
     ap
 }
 
+/// The 32-bit lane q of a row of k elements read by `at`: one f32, or the bf16 pair (2q, 2q + 1)
+/// with a zero past k.
+#[inline(always)]
+unsafe fn lane<T: Lane>(k: usize, q: usize, at: impl Fn(usize) -> T) -> u32 {
+    if T::PER == 1 {
+        return at(q).bits();
+    }
+    let lo = at(2 * q).bits();
+    let hi = if 2 * q + 1 < k { at(2 * q + 1).bits() } else { 0 };
+    lo | (hi << 16)
+}
+
+/// An element type of the tile kernels: `PER` elements of k per 32-bit lane.
+pub trait Lane: Copy + Send + Sync + 'static {
+    const PER: usize;
+    fn bits(self) -> u32;
+    /// The register tile kernel for this type (see `tile_kernel`).
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn kernel(ap: *const u32, bp: *const u32, k2: usize, part: (*mut f32, usize), stage: Stage, out: *mut Self, ldo: usize, rows: usize, cols: usize);
+}
+
+impl Lane for u16 {
+    const PER: usize = 2;
+    fn bits(self) -> u32 {
+        self as u32
+    }
+    unsafe fn kernel(ap: *const u32, bp: *const u32, k2: usize, part: (*mut f32, usize), stage: Stage, out: *mut u16, ldo: usize, rows: usize, cols: usize) {
+        // SAFETY: the caller's contract (and has_avx512_bf16()).
+        unsafe { tile_kernel(ap, bp, k2, part, stage, out, ldo, rows, cols) }
+    }
+}
+
+impl Lane for f32 {
+    const PER: usize = 1;
+    fn bits(self) -> u32 {
+        self.to_bits()
+    }
+    unsafe fn kernel(ap: *const u32, bp: *const u32, k2: usize, part: (*mut f32, usize), stage: Stage, out: *mut f32, ldo: usize, rows: usize, cols: usize) {
+        // SAFETY: the caller's contract (and an AVX-512 level).
+        unsafe { tile_kernel_f32(ap, bp, k2, part, stage, out, ldo, rows, cols) }
+    }
+}
+
 /// Columns j0..j0+32 of B, k-pairs q0..q1: per pair 32 u32 lanes of (B[2q][j], B[2q+1][j]) (zeros
 /// past n and k). Columns that are rows of W contiguous in k (`b.rs == 1`) are transposed 16×16
 /// pairs at a time in registers; other layouts element by element.
-fn pack_b_tile(k: usize, n: usize, b: Operand, j0: usize, (q0, q1): (usize, usize), dst: &mut [u32]) {
+fn pack_b_tile<T: Lane>(k: usize, n: usize, b: Operand<T>, j0: usize, (q0, q1): (usize, usize), dst: &mut [u32]) {
     let cols = NV.min(n - j0);
     let mut q = q0;
-    if b.rs == 1 && cols == NV && crate::isa::has_avx512_bf16() {
-        // Whole blocks of 16 pairs for both halves of the tile (none reaching past k).
-        let full = ((q1 - q0).min((k / 2).saturating_sub(q0)) / 16) * 16;
+    if b.rs == 1 && cols == NV && crate::isa::level() == crate::isa::Level::Avx512 {
+        // Whole blocks of 16 lanes for both halves of the tile (none reaching past k).
+        let full = ((q1 - q0).min((k / T::PER).saturating_sub(q0)) / 16) * 16;
+        let unit = std::mem::size_of::<T>() / 2;
         for h in 0..2 {
-            // SAFETY: rows j0 + 16h .. +16 of W hold k elements each; the blocks read pairs
-            // q0..q0 + full, all below k / 2.
-            unsafe { transpose_pairs(b.ptr.add((j0 + 16 * h) * b.cs + 2 * q0), b.cs, full, dst[16 * h..].as_mut_ptr()) };
+            // SAFETY: rows j0 + 16h .. +16 of W hold k elements each; the blocks read lanes
+            // q0..q0 + full, all below k / PER (addressed in u16 units).
+            unsafe {
+                let w = b.ptr.add((j0 + 16 * h) * b.cs + T::PER * q0) as *const u16;
+                transpose_pairs(w, b.cs * unit, full, dst[16 * h..].as_mut_ptr())
+            };
         }
         q += full;
     }
     for c in 0..NV {
         for p in q..q1 {
-            dst[(p - q0) * NV + c] = if c < cols {
-                let j = j0 + c;
-                // SAFETY: j < n, 2p < k, and 2p + 1 is read only when < k.
-                let lo = unsafe { b.at(2 * p, j) } as u32;
-                let hi = if 2 * p + 1 < k { (unsafe { b.at(2 * p + 1, j) }) as u32 } else { 0 };
-                lo | (hi << 16)
-            } else {
-                0
-            };
+            // SAFETY: j0 + c < n, and every element read is below k.
+            dst[(p - q0) * NV + c] = if c < cols { unsafe { lane(k, p, |e| b.at(e, j0 + c)) } } else { 0 };
         }
     }
 }
 
-/// dst[q·32 + r] = pair q of row r (16 rows at `w`, `ld` elements apart) for q < `pairs` (a
-/// multiple of 16): 16×16 transposes of u32.
+/// dst[q·32 + r] = 32-bit lane q of row r (16 rows at `w`, `ld` u16 apart; a lane is a bf16 pair
+/// or one f32) for q < `pairs` (a multiple of 16): 16×16 transposes of u32.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
 unsafe fn transpose_pairs(w: *const u16, ld: usize, pairs: usize, dst: *mut u32) {
@@ -306,8 +344,8 @@ unsafe fn transpose_pairs(_: *const u16, _: usize, _: usize, _: *mut u32) {
 const TRANSPOSE_ORDER: [usize; 16] = [0, 2, 1, 3, 4, 6, 5, 7, 8, 10, 9, 11, 12, 14, 13, 15];
 
 #[allow(clippy::too_many_arguments)]
-unsafe fn tiles(m: usize, n: usize, k: usize, a: Operand, b: Operand, out: SendPtr<u16>, ldo: usize, threads: usize) {
-    let k2 = k.div_ceil(2);
+unsafe fn tiles<T: Lane>(m: usize, n: usize, k: usize, a: Operand<T>, b: Operand<T>, out: SendPtr<T>, ldo: usize, threads: usize) {
+    let k2 = k.div_ceil(T::PER);
     let ap = pack_a(m, k, a, threads);
     let mtiles = m.div_ceil(MR);
     let ntiles = n.div_ceil(NV);
@@ -344,7 +382,7 @@ unsafe fn tiles(m: usize, n: usize, k: usize, a: Operand, b: Operand, out: SendP
                         // slice's pairs; rows p·MR.. and columns j0..j0 + cols of out are in bounds and
                         // this task's own, as is the partial-sum block (MR rows of `width`).
                         unsafe {
-                            tile_kernel(ap[(p * k2 + q0) * MR..].as_ptr(), bp.as_ptr(), q1 - q0, (acc, width), stage, out.get().add(p * MR * ldo + j0), ldo, rows, cols)
+                            T::kernel(ap[(p * k2 + q0) * MR..].as_ptr(), bp.as_ptr(), q1 - q0, (acc, width), stage, out.get().add(p * MR * ldo + j0), ldo, rows, cols)
                         };
                     }
                 }
@@ -362,7 +400,7 @@ unsafe fn tiles(m: usize, n: usize, k: usize, a: Operand, b: Operand, out: SendP
 /// Where a k-slice sits: the first starts its sums at zero, the last rounds them into the output;
 /// the others carry f32 partial sums.
 #[derive(Clone, Copy)]
-struct Stage {
+pub struct Stage {
     first: bool,
     last: bool,
 }
@@ -427,4 +465,71 @@ unsafe fn tile_kernel(ap: *const u32, bp: *const u32, k2: usize, (part, ldp): (*
 #[allow(clippy::too_many_arguments)]
 unsafe fn tile_kernel(_: *const u32, _: *const u32, _: usize, _: (*mut f32, usize), _: Stage, _: *mut u16, _: usize, _: usize, _: usize) {
     unreachable!("available() is false off x86-64")
+}
+
+/// `tile_kernel` for f32: the same tile, FMAs of one f32 per lane.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,fma")]
+#[allow(clippy::too_many_arguments)]
+unsafe fn tile_kernel_f32(ap: *const u32, bp: *const u32, k2: usize, (part, ldp): (*mut f32, usize), stage: Stage, out: *mut f32, ldo: usize, rows: usize, cols: usize) {
+    use std::arch::x86_64::*;
+    let mut acc = [[_mm512_setzero_ps(); 2]; MR];
+    // SAFETY: as in `tile_kernel`.
+    unsafe {
+        if !stage.first {
+            for (i, acci) in acc.iter_mut().enumerate() {
+                acci[0] = _mm512_loadu_ps(part.add(i * ldp));
+                acci[1] = _mm512_loadu_ps(part.add(i * ldp + 16));
+            }
+        }
+        for p in 0..k2 {
+            let b0 = _mm512_loadu_ps(bp.add(p * NV) as *const f32);
+            let b1 = _mm512_loadu_ps(bp.add(p * NV + 16) as *const f32);
+            let aq = ap.add(p * MR) as *const f32;
+            for (i, acci) in acc.iter_mut().enumerate() {
+                let av = _mm512_set1_ps(*aq.add(i));
+                acci[0] = _mm512_fmadd_ps(av, b0, acci[0]);
+                acci[1] = _mm512_fmadd_ps(av, b1, acci[1]);
+            }
+        }
+        let (dst, ld) = if stage.last { (out, ldo) } else { (part, ldp) };
+        let rows = if stage.last { rows } else { MR };
+        let mask = if cols >= 32 || !stage.last { u32::MAX } else { (1u32 << cols) - 1 };
+        for (i, acci) in acc.iter().enumerate().take(rows) {
+            let o = dst.add(i * ld);
+            if mask == u32::MAX {
+                _mm512_storeu_ps(o, acci[0]);
+                _mm512_storeu_ps(o.add(16), acci[1]);
+            } else {
+                _mm512_mask_storeu_ps(o, mask as __mmask16, acci[0]);
+                _mm512_mask_storeu_ps(o.add(16), (mask >> 16) as __mmask16, acci[1]);
+            }
+        }
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+#[allow(clippy::too_many_arguments)]
+unsafe fn tile_kernel_f32(_: *const u32, _: *const u32, _: usize, _: (*mut f32, usize), _: Stage, _: *mut f32, _: usize, _: usize, _: usize) {
+    unreachable!("only at the AVX-512 level")
+}
+
+/// Whether f32 products may run on the register tiles (they need AVX-512's 32 registers).
+pub fn f32_tiles_available() -> bool {
+    crate::isa::level() == crate::isa::Level::Avx512
+}
+
+/// out (m×n, row stride `ldo`) = A (m×k) · B (k×n) in f32 on the register tiles, split over our
+/// pool by columns (or rows): gemm's own threading scales poorly at a transformer's prefill sizes.
+///
+/// # Safety
+/// `f32_tiles_available()`; A and B in bounds at their strides; out holds m rows of `ldo` ≥ n.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn gemm_f32(m: usize, n: usize, k: usize, a: Operand<f32>, b: Operand<f32>, out: *mut f32, ldo: usize, serial: bool) {
+    if m == 0 || n == 0 {
+        return;
+    }
+    let threads = if serial || m * n * k < SERIAL_MACS { 1 } else { crate::pool::threads() };
+    // SAFETY: the caller's contract.
+    unsafe { tiles::<f32>(m, n, k, a, b, SendPtr(out), ldo, threads) }
 }

@@ -94,6 +94,7 @@ pub fn fast_matmul(ta: &Tensor, tb: &Tensor, batch: &[usize]) -> Option<pyo3::Py
         return None;
     }
     match ta.dtype() {
+        candle_core::DType::F32 if f32_tiles(ta, tb, batch) => Some(run_f32_tiles(ta, tb, batch)),
         candle_core::DType::F32 => Some(run::<f32>(ta, tb, batch)),
         candle_core::DType::F64 => Some(run::<f64>(ta, tb, batch)),
         candle_core::DType::BF16 => Some(run_half::<half::bf16>(ta, tb, batch)),
@@ -252,6 +253,48 @@ fn run_bf16(ta: &Tensor, tb: &Tensor, batch: &[usize], (m, k, n): (usize, usize,
         } else {
             (0..nb).for_each(one);
         }
+    }
+    drop((sa, sb));
+    let mut dims = batch.to_vec();
+    dims.extend([m, n]);
+    Tensor::from_vec(out, dims, &Device::Cpu).py()
+}
+
+/// f32 products with enough rows for the register tiles (a transformer's prefill, batches): there
+/// they match gemm's speed on one thread and scale over ours (gemm's threading does not, here).
+fn f32_tiles(ta: &Tensor, tb: &Tensor, batch: &[usize]) -> bool {
+    let (m, k) = (ta.dims()[ta.rank() - 2], ta.dims()[ta.rank() - 1]);
+    let n = tb.dims()[tb.rank() - 1];
+    let nb: usize = batch.iter().product();
+    super::gemm16::f32_tiles_available() && m >= 16 && k >= 16 && n >= 16 && nb * m * k * n >= SERIAL_MACS
+}
+
+fn run_f32_tiles(ta: &Tensor, tb: &Tensor, batch: &[usize]) -> pyo3::PyResult<Tensor> {
+    use super::gemm16::{gemm_f32, Operand};
+    let (m, k) = (ta.dims()[ta.rank() - 2], ta.dims()[ta.rank() - 1]);
+    let n = tb.dims()[tb.rank() - 1];
+    let nb: usize = batch.iter().product();
+    let mut out = super::kernels::uninit_vec::<f32>(nb * m * n);
+    let (sa, la) = ta.storage_and_layout();
+    let (sb, lb) = tb.storage_and_layout();
+    let (Storage::Cpu(ca), Storage::Cpu(cb)) = (&*sa, &*sb) else {
+        return Err(crate::error::runtime_err("expected CPU tensors"));
+    };
+    let a = Mats::new(ca.as_slice::<f32>().py()?, la);
+    let b = Mats::new(cb.as_slice::<f32>().py()?, lb);
+    let (ap, bp) = (Operand { ptr: a.data.as_ptr(), rs: a.rs, cs: a.cs }, Operand { ptr: b.data.as_ptr(), rs: b.rs, cs: b.cs });
+    let dst = Dst(out.as_mut_ptr());
+    let serial = nb >= crate::pool::threads() && m * n * k < (1 << 22);
+    let one = |bi: usize| {
+        let (oa, ob) = (ap.offset(a.base(batch, bi)), bp.offset(b.base(batch, bi)));
+        // SAFETY: f32_tiles_available() was checked; the offsets and strides come from the operands'
+        // Candle layouts, and product bi writes its own m×n block.
+        unsafe { gemm_f32(m, n, k, oa, ob, dst.get().add(bi * m * n), n, serial) }
+    };
+    if serial {
+        crate::pool::for_each(nb, &one);
+    } else {
+        (0..nb).for_each(one);
     }
     drop((sa, sb));
     let mut dims = batch.to_vec();
