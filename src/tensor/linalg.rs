@@ -266,7 +266,10 @@ fn f32_tiles(ta: &Tensor, tb: &Tensor, batch: &[usize]) -> bool {
     let (m, k) = (ta.dims()[ta.rank() - 2], ta.dims()[ta.rank() - 1]);
     let n = tb.dims()[tb.rank() - 1];
     let nb: usize = batch.iter().product();
-    super::gemm16::f32_tiles_available() && m >= 16 && k >= 16 && n >= 16 && nb * m * k * n >= SERIAL_MACS
+    // B's columns must be rows of W contiguous in k (`x @ W.T`, read in place): those pack by 16×16
+    // transposes; a row-major B packs element by element, slower than gemm's own packing.
+    let w_rows = tb.layout().stride()[tb.rank() - 2] == 1;
+    super::gemm16::f32_tiles_available() && w_rows && m >= 16 && k >= 16 && n >= 16 && nb * m * k * n >= SERIAL_MACS
 }
 
 fn run_f32_tiles(ta: &Tensor, tb: &Tensor, batch: &[usize]) -> pyo3::PyResult<Tensor> {
