@@ -93,10 +93,21 @@ fn from_typed<T: numpy::Element + candle_core::WithDType>(ob: &Bound<'_, PyAny>,
     let shape: Vec<usize> = ro.shape().to_vec();
     // One memcpy for C-contiguous input; numpy makes the copy for any other layout.
     let v: Vec<T> = match ro.as_slice() {
-        Ok(s) if ro.is_c_contiguous() => s.to_vec(),
+        Ok(s) if ro.is_c_contiguous() => copy_slice(s),
         _ => ro.as_array().iter().copied().collect(),
     };
     Ok(PyTensor::new(Tensor::from_vec(v, shape, &candle_core::Device::Cpu).py()?, dtype))
+}
+
+/// A copy of `s`, split over the pool when large (one core's memcpy does not saturate the memory).
+fn copy_slice<T: Copy + Send + Sync>(s: &[T]) -> Vec<T> {
+    if s.len() < super::kernels::PAR_THRESHOLD || crate::pool::threads() < 2 {
+        return s.to_vec();
+    }
+    let mut v = super::kernels::uninit_vec::<T>(s.len());
+    let chunk = s.len().div_ceil(4 * crate::pool::threads()).next_multiple_of(1024);
+    crate::pool::chunks_mut(&mut v, chunk, |i, c| c.copy_from_slice(&s[i * chunk..i * chunk + c.len()]));
+    v
 }
 
 /// numpy array → tensor (one copy). Unsupported numpy dtypes raise TypeError as torch.

@@ -12,6 +12,7 @@ pub mod gemm16;
 pub mod linalg;
 pub mod meta;
 pub mod reduce;
+pub mod scatter;
 pub mod select;
 pub mod special;
 pub mod shape;
@@ -381,6 +382,17 @@ pub fn map_cpu<T: WithDType, U: WithDType, F: Fn(T) -> U + Sync>(t: &Tensor, f: 
     let out = kernels::unary(dims, View::new(data, layout, dims), U::from_f64(0.0), f);
     drop(storage);
     Tensor::from_vec(out, dims, &Device::Cpu).py()
+}
+
+/// A contiguous copy of `t`: large CPU tensors are copied by our elementwise engine, split over the
+/// pool (Candle's strided copy runs on one thread); anything else by Candle.
+pub fn copy_contiguous(t: &Tensor) -> PyResult<Tensor> {
+    use candle_core::DType as C;
+    let ours = matches!(t.dtype(), C::U8 | C::I16 | C::I32 | C::I64 | C::F16 | C::BF16 | C::F32 | C::F64);
+    if ours && t.elem_count() >= kernels::PAR_THRESHOLD && crate::pool::threads() > 1 && crate::device::cpu_kernels(t) {
+        return with_dtype!(t.dtype(), T => map_cpu::<T, T, _>(t, |x| x));
+    }
+    t.force_contiguous().py()
 }
 
 /// Runs `f` over two broadcastable CPU tensors of the same Candle dtype into a tensor of `out_dims`.

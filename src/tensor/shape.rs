@@ -309,11 +309,11 @@ impl PyTensor {
         self.reserve(self.dims())?;
         let l = self.t.layout();
         let t = if !l.is_contiguous() && dense_permutation(l.dims(), l.stride()) {
-            self.t.copy()
+            self.t.copy().py()?
         } else {
-            self.t.force_contiguous()
+            super::copy_contiguous(&self.t)?
         };
-        Ok(self.same(t.py()?))
+        Ok(self.same(t))
     }
     #[pyo3(signature = (memory_format=None))]
     fn contiguous(&self, memory_format: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
@@ -322,7 +322,7 @@ impl PyTensor {
             return Ok(self.same(self.t.clone()));
         }
         self.reserve(self.dims())?;
-        Ok(self.same(self.t.contiguous().py()?))
+        Ok(self.same(super::copy_contiguous(&self.t)?))
     }
 
     #[pyo3(signature = (*shape, **kwargs))]
