@@ -177,27 +177,131 @@ impl Geo {
 
 impl Geo {
     /// Stride-1 depthwise over 1-2 dims: the plane is zero-padded once into rows of width
-    /// Wp = W + 2·pad, so that each tap is one long contiguous multiply-add at a fixed offset
-    /// (a·dil·Wp + b·dil) over all output rows at once; the valid columns are copied out at the end.
+    /// Wp = W + 2·pad, so that each tap of an output row is a contiguous multiply-add at a fixed
+    /// offset (a·dil·Wp + b·dil).
     #[inline(always)]
     fn taps_over_padded<T: Elem>(&self, plane: &[T], weights: &[T], out: &mut [T], bias: T) {
         let ([_, h, w], [_, ph, pw], [_, dh, dw]) = (self.len, self.pad, self.dil);
         let (hp, wp) = (h + 2 * ph, w + 2 * pw);
         let (oh, ow) = (self.out[1], self.out[2]);
-        let mut padded = vec![T::default(); hp * wp];
+        // DW more zeros at the end, so that a register block (below) may read past the last row.
+        let mut padded = vec![T::default(); hp * wp + DW];
         for (r, src) in plane.chunks_exact(w.max(1)).enumerate().take(h) {
             padded[(r + ph) * wp + pw..(r + ph) * wp + pw + w].copy_from_slice(src);
         }
+        let (kh, kw) = (self.k[1], self.k[2]);
+        // Sums at every position r·Wp + c of the padded plane's rows (pad columns included),
+        // rounded up to whole register blocks.
         let long = (oh.max(1) - 1) * wp + ow;
-        let mut acc = vec![bias; long];
-        for a in 0..self.k[1] {
-            for b in 0..self.k[2] {
-                let (wt, off) = (weights[a * self.k[2] + b], a * dh * wp + b * dw);
-                acc.iter_mut().zip(&padded[off..off + long]).for_each(|(o, &v)| *o = *o + wt * v);
+        let mut acc = vec![bias; long.next_multiple_of(DW)];
+        let mut done = false;
+        #[cfg(target_arch = "x86_64")]
+        if let (Some(p), Some(wf), Some(a)) = (as_f32(&padded), as_f32(weights), as_f32_mut(&mut acc)) {
+            let b = as_f32(std::slice::from_ref(&bias)).map_or(0.0, |b| b[0]);
+            let shape = DwShape { wp, kh, kw, dh, dw };
+            // SAFETY: the CPU has the features each kernel was compiled for (isa::level), and
+            // `padded` holds DW elements past the plane, which bounds the last block's reads.
+            done = match crate::isa::level() {
+                crate::isa::Level::Avx512 => unsafe { dw_blocks_avx512(p, wf, b, &shape, a); true },
+                crate::isa::Level::Avx2 => unsafe { dw_blocks_avx2(p, wf, b, &shape, a); true },
+                crate::isa::Level::Portable => false,
+            };
+        }
+        if !done {
+            // Each tap one long multiply-add over all positions at once.
+            for a in 0..kh {
+                for b in 0..kw {
+                    let (wt, off) = (weights[a * kw + b], a * dh * wp + b * dw);
+                    acc[..long].iter_mut().zip(&padded[off..off + long]).for_each(|(o, &v)| *o = *o + wt * v);
+                }
             }
         }
         for r in 0..oh {
             out[r * ow..(r + 1) * ow].copy_from_slice(&acc[r * wp..r * wp + ow]);
+        }
+    }
+}
+
+/// Positions per register block of the depthwise kernels (eight AVX-512 registers of f32).
+const DW: usize = 128;
+
+/// The geometry a depthwise register-block kernel walks: padded rows of `wp`, a kh × kw kernel
+/// dilated by (dh, dw), stride 1.
+struct DwShape {
+    wp: usize,
+    kh: usize,
+    kw: usize,
+    dh: usize,
+    dw: usize,
+}
+
+/// The slice as mutable f32 when T is f32.
+fn as_f32_mut<T: 'static>(v: &mut [T]) -> Option<&mut [f32]> {
+    (std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>())
+        // SAFETY: T is f32.
+        .then(|| unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr() as *mut f32, v.len()) })
+}
+
+/// Depthwise f32 over the padded plane's positions (output (r, c) sits at r·Wp + c of `long`
+/// positions, so a block spans rows and wastes only the pad columns), 128 positions held in eight
+/// AVX-512 registers through every tap: one load and one FMA per tap and 16 outputs, one store per
+/// block (a pass over the whole plane per tap, as the portable path does, also loads and stores the
+/// sums each time). Returns the sums at every position; the caller copies out the valid columns.
+///
+/// # Safety
+/// AVX-512F must be present; `p` must hold DW elements past the padded plane.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn dw_blocks_avx512(p: &[f32], w: &[f32], bias: f32, s: &DwShape, acc: &mut [f32]) {
+    use std::arch::x86_64::*;
+    for q0 in (0..acc.len()).step_by(DW) {
+        // Eight independent sums: enough in flight to cover the FMA latency.
+        let mut v = [_mm512_set1_ps(bias); DW / 16];
+        for a in 0..s.kh {
+            for b in 0..s.kw {
+                let at = q0 + a * s.dh * s.wp + b * s.dw;
+                // Checked once per tap: every read below is inside p[at..at + DW].
+                let src = p[at..at + DW].as_ptr();
+                let wt = _mm512_set1_ps(w[a * s.kw + b]);
+                for (i, v) in v.iter_mut().enumerate() {
+                    // SAFETY: src points at DW = 8 × 16 readable elements.
+                    *v = _mm512_fmadd_ps(wt, unsafe { _mm512_loadu_ps(src.add(16 * i)) }, *v);
+                }
+            }
+        }
+        let dst = acc[q0..q0 + DW].as_mut_ptr();
+        for (i, v) in v.iter().enumerate() {
+            // SAFETY: dst points at DW writable elements (acc is whole blocks long).
+            unsafe { _mm512_storeu_ps(dst.add(16 * i), *v) };
+        }
+    }
+}
+
+/// `dw_blocks_avx512` in sixteen AVX2 registers of 8.
+///
+/// # Safety
+/// AVX2 and FMA must be present; `p` as for `dw_blocks_avx512`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn dw_blocks_avx2(p: &[f32], w: &[f32], bias: f32, s: &DwShape, acc: &mut [f32]) {
+    use std::arch::x86_64::*;
+    for q0 in (0..acc.len()).step_by(DW) {
+        let mut v = [_mm256_set1_ps(bias); DW / 8];
+        for a in 0..s.kh {
+            for b in 0..s.kw {
+                let at = q0 + a * s.dh * s.wp + b * s.dw;
+                let src = p[at..at + DW].as_ptr();
+                let wt = _mm256_set1_ps(w[a * s.kw + b]);
+                for (i, v) in v.iter_mut().enumerate() {
+                    // SAFETY: src points at DW = 16 × 8 readable elements.
+                    *v = _mm256_fmadd_ps(wt, unsafe { _mm256_loadu_ps(src.add(8 * i)) }, *v);
+                }
+            }
+        }
+        let dst = acc[q0..q0 + DW].as_mut_ptr();
+        for (i, v) in v.iter().enumerate() {
+            // SAFETY: dst points at DW = 16 × 8 writable elements.
+            unsafe { _mm256_storeu_ps(dst.add(8 * i), *v) };
         }
     }
 }
@@ -498,10 +602,16 @@ fn conv_t_impl<T: Elem + WithDType>(x: &[T], w: &[T], b: Option<&[T]>, g: &Geo, 
             let wg = &w[gi * cin_g * cout_g * kk..(gi + 1) * cin_g * cout_g * kk];
             gemm_slices(cout_g * kk, cin_g, il, wg, 1, cout_g * kk, xg, &mut cols, false);
             let yg = &mut y[(bi * c_out + gi * cout_g) * ol..(bi * c_out + (gi + 1) * cout_g) * ol];
-            for co in 0..cout_g {
+            // col2im: each output channel sums its own taps, channels over the pool.
+            let cols = &cols;
+            let col2im = |co: usize, dst: &mut [T]| {
                 let src = &cols[co * kk * il..(co + 1) * kk * il];
-                let dst = &mut yg[co * ol..(co + 1) * ol];
                 g.for_each_tap(|t, i, o| dst[o] = dst[o] + src[t * il + i]);
+            };
+            if cout_g * kk * il >= crate::tensor::kernels::PAR_THRESHOLD {
+                crate::pool::chunks_mut(yg, ol.max(1), col2im);
+            } else {
+                yg.chunks_mut(ol.max(1)).enumerate().for_each(|(co, dst)| col2im(co, dst));
             }
         }
     }
