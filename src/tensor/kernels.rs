@@ -200,8 +200,34 @@ multiversion! {
             let [ic, ia, ib] = row_offsets(dims, &[&c.strides, &a.strides, &b.strides], [c.offset, a.offset, b.offset], outer);
             let len = (inner - j).min(out.len() - o);
             let (ic, ia, ib) = (ic + j * sc, ia + j * sa, ib + j * sb);
-            for (k, d) in out[o..o + len].iter_mut().enumerate() {
-                *d = f(c.data[ic + k * sc], a.data[ia + k * sa], b.data[ib + k * sb]);
+            let dst = &mut out[o..o + len];
+            // Unit or zero strides (a contiguous operand, a scalar) as slices and constants: the
+            // loop then vectorises into a branch-free select (a branch on a random mask mispredicts
+            // half the time: 4.5 ms for 786K elements, this way a tenth of a millisecond).
+            match (sc, sa, sb) {
+                (1, 1, 1) => {
+                    let (cs, xs, ys) = (&c.data[ic..ic + len], &a.data[ia..ia + len], &b.data[ib..ib + len]);
+                    for (((d, &k), &x), &y) in dst.iter_mut().zip(cs).zip(xs).zip(ys) {
+                        *d = f(k, x, y);
+                    }
+                }
+                (1, 1, 0) => {
+                    let (cs, xs, y) = (&c.data[ic..ic + len], &a.data[ia..ia + len], b.data[ib]);
+                    for ((d, &k), &x) in dst.iter_mut().zip(cs).zip(xs) {
+                        *d = f(k, x, y);
+                    }
+                }
+                (1, 0, 1) => {
+                    let (cs, x, ys) = (&c.data[ic..ic + len], a.data[ia], &b.data[ib..ib + len]);
+                    for ((d, &k), &y) in dst.iter_mut().zip(cs).zip(ys) {
+                        *d = f(k, x, y);
+                    }
+                }
+                _ => {
+                    for (k, d) in dst.iter_mut().enumerate() {
+                        *d = f(c.data[ic + k * sc], a.data[ia + k * sa], b.data[ib + k * sb]);
+                    }
+                }
             }
             o += len;
             pos += len;

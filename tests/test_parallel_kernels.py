@@ -1,0 +1,215 @@
+"""The kernels that split their work over our pool, checked against live torch on the shapes where the
+split matters (odd sizes, tails shorter than a block, non-contiguous inputs, 0-d and empty tensors),
+and run at 1, 2 and 3 threads: integer ops, copies, selections and max/min must give the same bits at
+every thread count (as torch's do); float sums are fixed per output element too (each element is
+summed by one task in one order), so they must match bit for bit as well.
+"""
+
+import numpy as np
+import pytest
+import torch
+
+import candle_bind as cb
+
+F, CF = torch.nn.functional, cb.nn.functional
+rng = np.random.default_rng(0)
+
+
+def both(a):
+    return torch.from_numpy(np.ascontiguousarray(a)), cb.from_numpy(np.ascontiguousarray(a))
+
+
+def close(c, t, rtol=1e-5, atol=1e-5):
+    assert tuple(c.shape) == tuple(t.shape)
+    assert str(c.dtype) == str(t.dtype)
+    np.testing.assert_allclose(np.asarray(c.numpy(), dtype=np.float64), t.numpy().astype(np.float64), rtol=rtol, atol=atol)
+
+
+@pytest.fixture
+def threads():
+    """Runs the test body at several thread counts, restoring the count afterwards."""
+    before = cb.get_num_threads()
+    yield [1, 2, 3]
+    cb.set_num_threads(before)
+
+
+def at_each(threads, fn):
+    """fn() at every thread count: the results, as numpy arrays."""
+    out = []
+    for n in threads:
+        cb.set_num_threads(n)
+        r = fn()
+        out.append(r.numpy().copy() if hasattr(r, "numpy") else [x.numpy().copy() for x in r])
+    return out
+
+
+def same_bits(results):
+    for r in results[1:]:
+        np.testing.assert_array_equal(np.asarray(r), np.asarray(results[0]))
+
+
+REDUCE_CASES = [((4, 128, 1536), 0), ((4, 128, 1536), 1), ((4, 128, 1536), (0, 1)), ((3, 5, 7, 9), (1, 2)),
+                ((3, 5, 7, 9), -1), ((2, 3), 0), ((5, 1, 3), 1), ((7, 600), 0), ((2, 1000, 3), 1), ((9, 70001), 0),
+                ((1, 1), 0), ((0, 4), 1), ((4, 0, 3), 0)]
+
+
+@pytest.mark.parametrize("shape,dims", REDUCE_CASES)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64, np.uint8])
+def test_reductions_over_any_dims(shape, dims, dtype, threads):
+    a = (rng.standard_normal(shape) * 10).astype(dtype)
+    t, c = both(a)
+    for op in ["sum", "mean", "amax", "amin"]:
+        if op == "mean" and dtype in (np.int64, np.uint8):
+            continue
+        for keep in (False, True):
+            try:
+                want = getattr(t, op)(dims, keepdim=keep)
+            except (RuntimeError, IndexError) as e:
+                with pytest.raises(type(e)):
+                    getattr(c, op)(dims, keepdim=keep)
+                continue
+            res = at_each(threads, lambda: getattr(c, op)(dims, keepdim=keep))
+            same_bits(res)
+            # f32 sums: ours add runs of 8 in f32 then fold in f64, torch's add in f32 throughout
+            # (ours are the closer to the exact sum); the tolerance is torch's own error.
+            loose = dtype == np.float32 and op in ("sum", "mean")
+            close(getattr(c, op)(dims, keepdim=keep), want, *((1e-4, 1e-3) if loose else (1e-5, 1e-5)))
+
+
+def test_reductions_propagate_nan_and_read_views(threads):
+    a = rng.standard_normal((64, 300)).astype(np.float32)
+    a[5, 7] = np.nan
+    t, c = both(a)
+    for d in (0, 1):
+        for op in ["amax", "amin", "sum"]:
+            close(getattr(c, op)(d), getattr(t, op)(d))
+            close(getattr(c.t(), op)(d), getattr(t.t(), op)(d))
+            close(getattr(c[:, 1::3], op)(d), getattr(t[:, 1::3], op)(d))
+    close(c.max(1).values, t.max(1).values)
+    close(cb.tensor(2.5).amax(0), torch.tensor(2.5).amax(0))
+
+
+def test_cumsum_rows(threads):
+    a = rng.standard_normal((33, 4099)).astype(np.float32)
+    t, c = both(a)
+    for d in (0, 1, -1):
+        same_bits(at_each(threads, lambda: c.cumsum(d)))
+        close(c.cumsum(d), t.cumsum(d), rtol=1e-4, atol=1e-3)
+    ai = rng.integers(-5, 5, (17, 5000))
+    t, c = both(ai)
+    same_bits(at_each(threads, lambda: c.cumsum(1)))
+    close(c.cumsum(1), t.cumsum(1), 0, 0)
+
+
+GATHER_SHAPES = [(4, 128, 1536), (3, 5, 7), (6,), (2, 3, 4, 5), (40000,), (70, 3, 700)]
+
+
+@pytest.mark.parametrize("shape", GATHER_SHAPES)
+def test_gather_scatter_along_every_dim(shape, threads):
+    x = rng.standard_normal(shape).astype(np.float32)
+    t, c = both(x)
+    for d in range(-len(shape), len(shape)):
+        ish = list(shape)
+        ish[d] = max(1, shape[d] - 1)
+        other = 0 if d % len(shape) != 0 else -1
+        if len(shape) > 1:
+            ish[other] = max(1, ish[other] - 1)  # an index smaller than self in another dim too
+        idx = rng.integers(0, shape[d], ish)
+        ti, ci = both(idx)
+        same_bits(at_each(threads, lambda: c.gather(d, ci)))
+        close(c.gather(d, ci), t.gather(d, ti), 0, 0)
+        src = rng.standard_normal(ish).astype(np.float32)
+        ts, cs = both(src)
+        res = at_each(threads, lambda: cb.zeros_like(c).scatter_add_(d, ci, cs))
+        same_bits(res)
+        close(cb.zeros_like(c).scatter_add_(d, ci, cs), torch.zeros_like(t).scatter_add_(d, ti, ts), 0, 0)
+        close(c.scatter(d, ci, 2.5), t.scatter(d, ti, 2.5), 0, 0)
+        close(c.scatter_reduce(d, ci, cs, "prod"), t.scatter_reduce(d, ti, ts, "prod"), 1e-6, 1e-6)
+        ii = rng.integers(-9, 9, shape)
+        tii, cii = both(ii)
+        close(cii.scatter_add(d, ci, cb.from_numpy(np.ascontiguousarray(idx))), tii.scatter_add(d, ti, ti), 0, 0)
+
+
+def test_gather_scatter_views_zero_d_empty_and_errors():
+    x = rng.standard_normal((64, 300)).astype(np.float32)
+    idx = rng.integers(0, 64, (300, 64))
+    t, c = both(x)
+    ti, ci = both(idx)
+    close(c.gather(0, ci.t()), t.gather(0, ti.t()), 0, 0)
+    close(c.t().gather(1, ci), t.t().gather(1, ti), 0, 0)
+    close(cb.zeros(64, 300).scatter_add_(0, ci.t(), c), torch.zeros(64, 300).scatter_add_(0, ti.t(), t), 0, 0)
+    close(cb.tensor(3.0).gather(0, cb.tensor(0)), torch.tensor(3.0).gather(0, torch.tensor(0)), 0, 0)
+    close(cb.arange(5.0).gather(0, cb.tensor(2)), torch.arange(5.0).gather(0, torch.tensor(2)), 0, 0)
+    close(cb.arange(5.0).gather(0, cb.tensor([4, 0], dtype=cb.int32)), torch.arange(5.0).gather(0, torch.tensor([4, 0], dtype=torch.int32)), 0, 0)
+    close(cb.arange(6.0).reshape(2, 3).gather(1, cb.zeros(2, 0, dtype=cb.int64)),
+          torch.arange(6.0).reshape(2, 3).gather(1, torch.zeros(2, 0, dtype=torch.int64)), 0, 0)
+    for bad in [lambda m: m.arange(5.0).gather(0, m.tensor([5])), lambda m: m.arange(5.0).gather(0, m.tensor([-1])),
+                lambda m: m.arange(5.0).scatter(0, m.tensor([7]), 1.0),
+                lambda m: m.arange(5.0).scatter_add(0, m.tensor([-1]), m.tensor([1.0]))]:
+        with pytest.raises(RuntimeError):
+            bad(torch)
+        with pytest.raises(RuntimeError, match="out of bounds"):
+            bad(cb)
+
+
+@pytest.mark.parametrize("shape", [(4, 128, 1536), (3, 333, 77), (70001,)])
+def test_copies_casts_and_numpy_import(shape, threads):
+    a = rng.standard_normal(shape).astype(np.float32)
+    t, c = both(a)
+    views = [lambda m: m, lambda m: m.transpose(0, -1), lambda m: m[..., ::2], lambda m: m.flip(0)]
+    for v in views:
+        same_bits(at_each(threads, lambda: v(c).contiguous()))
+        close(v(c).contiguous(), v(t).contiguous(), 0, 0)
+        close(v(c).clone(), v(t).clone(), 0, 0)
+        close(v(c).to(cb.bfloat16).float(), v(t).to(torch.bfloat16).float(), 0, 0)
+    same_bits(at_each(threads, lambda: cb.from_numpy(a)))
+    close(cb.tensor(a), torch.tensor(a), 0, 0)
+    ai = rng.integers(-100, 100, shape)
+    close(cb.from_numpy(ai), torch.from_numpy(ai), 0, 0)
+    c2 = cb.from_numpy(a)
+    a[...] = 0  # from_numpy copies: later writes to the array do not reach the tensor
+    assert float(c2.abs().sum()) > 0
+
+
+@pytest.mark.parametrize("mask_kind", ["random", "broadcast"])
+def test_where_and_masked_fill(mask_kind, threads):
+    a = rng.standard_normal((4, 129, 1537)).astype(np.float32)
+    m = rng.standard_normal((4, 129, 1537) if mask_kind == "random" else (129, 1)) > 0
+    t, c = both(a)
+    tm, cm = both(m)
+    same_bits(at_each(threads, lambda: cb.where(cm, c, -c)))
+    close(cb.where(cm, c, -c), torch.where(tm, t, -t), 0, 0)
+    close(cb.where(cm, c, 0.0), torch.where(tm, t, 0.0), 0, 0)
+    close(cb.where(cm, 1.5, c), torch.where(tm, 1.5, t), 0, 0)
+    close(c.masked_fill(cm, float("-inf")), t.masked_fill(tm, float("-inf")), 0, 0)
+    close(cb.where(cm, c.t() if c.dim() == 2 else c, c), torch.where(tm, t, t), 0, 0)
+
+
+DW_CASES = [(1, 384, 56, 56, 7, 1, 3), (2, 16, 5, 130, 3, 2, 2), (1, 3, 1, 7, 3, 1, 1), (1, 8, 33, 64, 7, 1, 0),
+            (1, 4, 14, 14, 5, 2, "same")]
+
+
+@pytest.mark.parametrize("n,c,h,w,k,dil,pad", DW_CASES)
+def test_depthwise_register_blocks(n, c, h, w, k, dil, pad, threads):
+    x = rng.standard_normal((n, c, h, w)).astype(np.float32)
+    wt = rng.standard_normal((c, 1, k, k)).astype(np.float32)
+    b = rng.standard_normal(c).astype(np.float32)
+    tx, cx = both(x)
+    tw, cw = both(wt)
+    tb, cbias = both(b)
+    want = F.conv2d(tx, tw, tb, padding=pad, dilation=dil, groups=c)
+    same_bits(at_each(threads, lambda: CF.conv2d(cx, cw, cbias, padding=pad, dilation=dil, groups=c)))
+    close(CF.conv2d(cx, cw, cbias, padding=pad, dilation=dil, groups=c), want, 1e-4, 1e-4)
+    x1 = rng.standard_normal((n, c, w * 3)).astype(np.float32)
+    t1, c1 = both(x1)
+    close(CF.conv1d(c1, cw[:, :, 0], padding=k // 2, groups=c), F.conv1d(t1, tw[:, :, 0], padding=k // 2, groups=c), 1e-4, 1e-4)
+
+
+@pytest.mark.parametrize("ci,co,h,k,s,p", [(128, 64, 64, 4, 2, 1), (16, 8, 7, 3, 1, 0), (4, 6, 5, 3, 2, 1)])
+def test_conv_transpose_col2im(ci, co, h, k, s, p, threads):
+    x = rng.standard_normal((2, ci, h, h)).astype(np.float32)
+    w = rng.standard_normal((ci, co, k, k)).astype(np.float32)
+    tx, cx = both(x)
+    tw, cw = both(w)
+    same_bits(at_each(threads, lambda: CF.conv_transpose2d(cx, cw, stride=s, padding=p)))
+    close(CF.conv_transpose2d(cx, cw, stride=s, padding=p), F.conv_transpose2d(tx, tw, stride=s, padding=p), 1e-4, 1e-3)
