@@ -213,3 +213,65 @@ def test_conv_transpose_col2im(ci, co, h, k, s, p, threads):
     tw, cw = both(w)
     same_bits(at_each(threads, lambda: CF.conv_transpose2d(cx, cw, stride=s, padding=p)))
     close(CF.conv_transpose2d(cx, cw, stride=s, padding=p), F.conv_transpose2d(tx, tw, stride=s, padding=p), 1e-4, 1e-3)
+
+
+@pytest.mark.parametrize("env,want", [({"OMP_NUM_THREADS": "1"}, "1"), ({"MKL_NUM_THREADS": "1"}, "1"),
+                                      ({"OMP_NUM_THREADS": "3", "MKL_NUM_THREADS": "1"}, "3"),
+                                      ({"OMP_NUM_THREADS": "junk"}, None)])
+def test_thread_count_from_the_environment_as_torch(env, want):
+    """torch starts with OMP_NUM_THREADS, else MKL_NUM_THREADS, else the cores; so do we."""
+    import os
+    import subprocess
+    import sys
+
+    base = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "RAYON_NUM_THREADS")}
+    code = "import {m}; print({m}.get_num_threads())"
+    got = subprocess.run([sys.executable, "-c", code.format(m="candle_bind")], env={**base, **env},
+                         capture_output=True, text=True, check=True).stdout.strip()
+    if want is None:  # an invalid value is ignored: the default, as with no variable
+        want = subprocess.run([sys.executable, "-c", code.format(m="candle_bind")], env=base,
+                              capture_output=True, text=True, check=True).stdout.strip()
+    assert got == want
+
+
+def test_interop_threads_set_once_as_torch():
+    import subprocess
+    import sys
+
+    code = """
+import {m} as t
+print(t.get_num_interop_threads() >= 1)
+t.set_num_interop_threads(3)
+print(t.get_num_interop_threads())
+for bad in (2, 0):
+    try:
+        t.set_num_interop_threads(bad)
+    except RuntimeError as e:
+        print(type(e).__name__)
+"""
+    out = {m: subprocess.run([sys.executable, "-c", code.format(m=m)], capture_output=True, text=True, check=True).stdout
+           for m in ("torch", "candle_bind")}
+    assert out["candle_bind"] == out["torch"]
+
+
+def test_nested_parallel_work_runs_serially_and_agrees():
+    """A parallel op started from several Python threads at once (each taking the pool in turn or
+    running serially when it is busy) gives the single-thread bits."""
+    import threading
+
+    a = rng.standard_normal((64, 4099)).astype(np.float32)
+    c = cb.from_numpy(a)
+    want = [c.sum(0).numpy().copy(), c.cumsum(1).numpy().copy(), c.amax(1).numpy().copy()]
+    got = [None] * 6
+
+    def work(i):
+        got[i] = [c.sum(0).numpy().copy(), c.cumsum(1).numpy().copy(), c.amax(1).numpy().copy()]
+
+    ts = [threading.Thread(target=work, args=(i,)) for i in range(6)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(120)
+    for g in got:
+        for x, y in zip(g, want):
+            np.testing.assert_array_equal(x, y)

@@ -703,12 +703,42 @@ __all__ = [
 ]
 
 
+def _threads_from_env() -> None:
+    """The intra-op thread count torch starts with: OMP_NUM_THREADS, else MKL_NUM_THREADS, else the
+    cores (our pool's own default). Invalid values are ignored, as torch ignores them."""
+    import os
+
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        try:
+            n = _builtins.int(os.environ.get(var, ""))
+        except ValueError:
+            continue
+        if n > 0:
+            set_num_threads(n)
+            return
+
+
+_threads_from_env()
+_interop_threads = None
+
+
 def get_num_interop_threads() -> _builtins.int:
-    return 1
+    """torch's inter-op pool size (by default the cores). Ops run one at a time on the calling
+    thread here; the number only answers what torch would."""
+    import os
+
+    return _interop_threads or os.cpu_count() or 1
 
 
 def set_num_interop_threads(num: _builtins.int) -> None:
-    """Accepted: candle_bind runs one op at a time (intra-op threads: set_num_threads)."""
+    """Sets the number `get_num_interop_threads` reports: once per process, as torch allows."""
+    global _interop_threads
+    if not isinstance(num, _builtins.int) or isinstance(num, _builtins.bool) or num <= 0:
+        raise RuntimeError("Expected positive number of threads")
+    if _interop_threads is not None:
+        raise RuntimeError("Error: cannot set number of interop threads after parallel work has started or "
+                           "set_num_interop_threads called")
+    _interop_threads = num
 
 
 # ---- factory keywords with nothing to choose here ----
