@@ -96,10 +96,12 @@ fn pool_plane<T: WithDType>(plane: &[T], ax: &Axes, max: bool, divisor: Option<f
 }
 
 crate::tensor::kernels::multiversion! {
-    /// Max pooling of one plane without indices, one axis at a time (a max over a box is the max of
-    /// per-axis maxima): along W within rows, then along H and D over whole rows, which vectorises.
-    /// NaN wins, as in torch. `buf` is scratch the size of the plane.
-    fn max_plane_separable<>(plane: &[f32], ax: &Axes, out: &mut [f32], buf: &mut Vec<f32>) where [] {
+    /// Max (or average) pooling of one f32 plane without indices, one axis at a time (a max over a
+    /// box is the max of per-axis maxima, a box sum the sum of per-axis sums): along W within rows,
+    /// then along H and D over whole rows, which vectorises. Max: NaN wins, as in torch. Average:
+    /// the box sum divided by `divisor`, else by the product of per-axis counts (`count_pad`: the
+    /// taps inside the padded input, else those inside the input), as torch's windows count.
+    fn plane_separable<>(plane: &[f32], ax: &Axes, out: &mut [f32], max: bool, divisor: Option<f64>, count_pad: bool) where [] {
         #[inline(always)]
         fn pick(acc: f32, v: f32) -> f32 {
             if v > acc || v != v { v } else { acc }
@@ -107,21 +109,25 @@ crate::tensor::kernels::multiversion! {
         // One axis: src viewed as (outer, len, inner) → dst (outer, windows, inner). Inlined, so it
         // is compiled for the caller's instruction set.
         #[inline(always)]
-        fn axis(src: &[f32], dst: &mut [f32], len: usize, inner: usize, windows: &[Window], dil: usize) {
+        fn axis(src: &[f32], dst: &mut [f32], len: usize, inner: usize, windows: &[Window], dil: usize, max: bool) {
             let outer = src.len() / (len * inner).max(1);
             let o = windows.len();
             for a in 0..outer {
                 let s = &src[a * len * inner..(a + 1) * len * inner];
                 for (j, &(start, taps, _)) in windows.iter().enumerate() {
                     let d = &mut dst[(a * o + j) * inner..(a * o + j + 1) * inner];
-                    d.fill(f32::NEG_INFINITY);
+                    d.fill(if max { f32::NEG_INFINITY } else { 0.0 });
                     for t in 0..taps {
                         let i = start + (t * dil) as i64;
                         if i < 0 || i >= len as i64 {
                             continue;
                         }
                         let row = &s[i as usize * inner..(i as usize + 1) * inner];
-                        d.iter_mut().zip(row).for_each(|(acc, &v)| *acc = pick(*acc, v));
+                        if max {
+                            d.iter_mut().zip(row).for_each(|(acc, &v)| *acc = pick(*acc, v));
+                        } else {
+                            d.iter_mut().zip(row).for_each(|(acc, &v)| *acc += v);
+                        }
                     }
                 }
             }
@@ -130,10 +136,32 @@ crate::tensor::kernels::multiversion! {
         let (od, oh, ow) = (ax.windows[0].len(), ax.windows[1].len(), ax.windows[2].len());
         // Along W: inner = 1, one scalar window per output column.
         let mut w_out = vec![0f32; ld * lh * ow];
-        axis(plane, &mut w_out, lw, 1, &ax.windows[2], ax.dilation[2]);
-        buf.resize(ld * oh * ow, 0.0);
-        axis(&w_out, buf, lh, ow, &ax.windows[1], ax.dilation[1]);
-        axis(buf, &mut out[..od * oh * ow], ld, oh * ow, &ax.windows[0], ax.dilation[0]);
+        axis(plane, &mut w_out, lw, 1, &ax.windows[2], ax.dilation[2], max);
+        let mut h_out = vec![0f32; ld * oh * ow];
+        axis(&w_out, &mut h_out, lh, ow, &ax.windows[1], ax.dilation[1], max);
+        let out = &mut out[..od * oh * ow];
+        axis(&h_out, out, ld, oh * ow, &ax.windows[0], ax.dilation[0], max);
+        if max {
+            return;
+        }
+        // Per-axis counts of each window, their products the divisors.
+        let counts = |k: usize| -> Vec<f32> {
+            ax.windows[k].iter().map(|&(start, taps, pad_taps)| {
+                if count_pad {
+                    return pad_taps as f32;
+                }
+                (0..taps).filter(|&t| (0..ax.len[k] as i64).contains(&(start + (t * ax.dilation[k]) as i64))).count() as f32
+            }).collect()
+        };
+        let (cd, ch, cw) = (counts(0), counts(1), counts(2));
+        for (plane, &a) in out.chunks_exact_mut((oh * ow).max(1)).zip(&cd) {
+            for (row, &b) in plane.chunks_exact_mut(ow.max(1)).zip(&ch) {
+                match divisor {
+                    Some(d) => row.iter_mut().for_each(|v| *v /= d as f32),
+                    None => row.iter_mut().zip(&cw).for_each(|(v, &c)| *v /= a * b * c),
+                }
+            }
+        }
     }
 }
 
@@ -186,14 +214,14 @@ pub fn pool(
     let x = crate::tensor::convert(&input.t, compute)?.contiguous().py()?;
     let divisor = divisor_override.map(|d| d as f64);
     let par = planes * per_in >= crate::tensor::kernels::PAR_THRESHOLD;
-    if max && !indices && compute == candle_core::DType::F32 {
+    if (!max || !indices) && compute == candle_core::DType::F32 {
         let (storage, layout) = x.storage_and_layout();
         let candle_core::Storage::Cpu(cpu) = &*storage else { return Err(runtime_err("expected a CPU tensor")) };
         let data = &cpu.as_slice::<f32>().py()?[layout.start_offset()..];
         let mut out = vec![0f32; planes * per_out];
         let run = |out: &mut [f32]| {
             crate::pool::chunks_mut(out, per_out.max(1), |p, o| {
-                max_plane_separable(&data[p * per_in..(p + 1) * per_in], &ax, o, &mut Vec::new())
+                plane_separable(&data[p * per_in..(p + 1) * per_in], &ax, o, max, divisor, count_include_pad)
             })
         };
         if par {
