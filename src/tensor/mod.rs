@@ -356,6 +356,15 @@ pub fn cpu_vec<T: WithDType>(t: &Tensor) -> PyResult<Vec<T>> {
 /// the host needs (item(), tolist(), indices that decide a shape). On CUDA it waits for the device.
 pub fn host_vec<T: WithDType>(t: &Tensor) -> PyResult<Vec<T>> {
     meta::check_readable(t)?;
+    if t.dtype() == T::DTYPE && crate::device::cpu_kernels(t) {
+        // One pass of our elementwise engine, through any layout, split over the pool when large
+        // (flatten_all then to_vec1 were two copies on one thread).
+        let (storage, layout) = t.storage_and_layout();
+        if let Storage::Cpu(cpu) = &*storage {
+            let dims = layout.dims();
+            return Ok(kernels::unary(dims, View::new(cpu.as_slice::<T>().py()?, layout, dims), T::from_f64(0.0), |x| x));
+        }
+    }
     let t = t.flatten_all().py()?;
     let t = match () {
         _ if t.dtype() == T::DTYPE => t,
