@@ -165,6 +165,18 @@ super::kernels::multiversion! {
     fn sum_cols_f32<>(x: &[f32], stride: usize, rows: usize, out: &mut [f32], div: f64) where []
     {
         let n = out.len();
+        if rows <= 8 {
+            // A few rows: their f32 sum loses under an ulp or two, straight into the output.
+            out.copy_from_slice(&x[..n]);
+            for k in 1..rows {
+                out.iter_mut().zip(&x[k * stride..k * stride + n]).for_each(|(s, &v)| *s += v);
+            }
+            if div != 1.0 {
+                let d = div as f32;
+                out.iter_mut().for_each(|s| *s /= d);
+            }
+            return;
+        }
         let mut acc = [0f64; OUTER_COLS];
         let acc = &mut acc[..n];
         // Runs of up to 8 rows add in f32 (twice the lanes of f64, and 8 terms lose under an ulp or
@@ -204,13 +216,14 @@ super::kernels::multiversion! {
 #[inline(always)]
 #[allow(clippy::eq_op)]
 fn pick_max<T: PartialOrd + Copy>(m: T, v: T) -> T {
-    if v > m || v != v { v } else { m }
+    // `|`, not `||`: both compares always run, so the select needs no branch and vectorises.
+    if (v > m) | (v != v) { v } else { m }
 }
 
 #[inline(always)]
 #[allow(clippy::eq_op)]
 fn pick_min<T: PartialOrd + Copy>(m: T, v: T) -> T {
-    if v < m || v != v { v } else { m }
+    if (v < m) | (v != v) { v } else { m }
 }
 
 super::kernels::multiversion! {
@@ -221,17 +234,42 @@ super::kernels::multiversion! {
         // 64 lanes: four independent vector registers for 4-byte types, enough to hide the latency.
         const L: usize = 64;
         for (o, r) in out.iter_mut().zip(data.chunks_exact(row.max(1))) {
+            if r.len() < L {
+                // A short row: a plain fold costs less than setting up and folding the lanes.
+                let mut m = r[0];
+                for &v in r {
+                    m = if max { pick_max(m, v) } else { pick_min(m, v) };
+                }
+                *o = m;
+                continue;
+            }
             let mut lanes = [r[0]; L];
             let mut chunks = r.chunks_exact(L);
-            for c in chunks.by_ref() {
-                if max {
-                    lanes.iter_mut().zip(c).for_each(|(m, &v)| *m = pick_max(*m, v));
-                } else {
-                    lanes.iter_mut().zip(c).for_each(|(m, &v)| *m = pick_min(*m, v));
+            // Fixed-size chunks, so the lane loop compiles to whole vector compares and blends.
+            let whole = chunks.by_ref().filter_map(|c| <&[T; L]>::try_from(c).ok());
+            if max {
+                for c in whole {
+                    for i in 0..L {
+                        lanes[i] = pick_max(lanes[i], c[i]);
+                    }
+                }
+            } else {
+                for c in whole {
+                    for i in 0..L {
+                        lanes[i] = pick_min(lanes[i], c[i]);
+                    }
                 }
             }
-            let mut m = r[0];
-            for &v in lanes.iter().chain(chunks.remainder()) {
+            // The lanes folded in halves (vector ops down to the last few), then the tail.
+            let mut half = L / 2;
+            while half > 0 {
+                for i in 0..half {
+                    lanes[i] = if max { pick_max(lanes[i], lanes[i + half]) } else { pick_min(lanes[i], lanes[i + half]) };
+                }
+                half /= 2;
+            }
+            let mut m = lanes[0];
+            for &v in chunks.remainder() {
                 m = if max { pick_max(m, v) } else { pick_min(m, v) };
             }
             *o = m;
