@@ -503,3 +503,55 @@ impl Half for half::f16 {
         half::f16::from_bits((o | sign) as u16)
     }
 }
+
+/// f32 → f16 over a slice, rounding to nearest even as `Half::narrow`: by the CPU's conversion
+/// instruction where it has one (AVX-512F: 16 at a time; F16C: 8), else `narrow` per element.
+pub fn narrow_f16_slice(src: &[f32], dst: &mut [half::f16]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::*;
+        /// # Safety
+        /// AVX-512F must be present.
+        #[target_feature(enable = "avx512f")]
+        unsafe fn avx512(src: &[f32], dst: &mut [half::f16]) -> usize {
+            let n = src.len().min(dst.len()) / 16 * 16;
+            for i in (0..n).step_by(16) {
+                // SAFETY: i + 16 <= n, within both slices; f16 is a u16 in memory.
+                unsafe {
+                    let h = _mm512_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(_mm512_loadu_ps(src.as_ptr().add(i)));
+                    _mm256_storeu_si256(dst.as_mut_ptr().add(i) as *mut __m256i, h);
+                }
+            }
+            n
+        }
+        /// # Safety
+        /// AVX and F16C must be present.
+        #[target_feature(enable = "avx,f16c")]
+        unsafe fn f16c(src: &[f32], dst: &mut [half::f16]) -> usize {
+            let n = src.len().min(dst.len()) / 8 * 8;
+            for i in (0..n).step_by(8) {
+                // SAFETY: as above, 8 at a time.
+                unsafe {
+                    let h = _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(_mm256_loadu_ps(src.as_ptr().add(i)));
+                    _mm_storeu_si128(dst.as_mut_ptr().add(i) as *mut __m128i, h);
+                }
+            }
+            n
+        }
+        let done = match crate::isa::level() {
+            // SAFETY: the level says the CPU has AVX-512F.
+            crate::isa::Level::Avx512 => unsafe { avx512(src, dst) },
+            // SAFETY: checked just before.
+            crate::isa::Level::Avx2 if std::is_x86_feature_detected!("f16c") => unsafe { f16c(src, dst) },
+            _ => 0,
+        };
+        for (d, &x) in dst[done..].iter_mut().zip(&src[done..]) {
+            *d = half::f16::narrow(x);
+        }
+        return;
+    }
+    #[allow(unreachable_code)]
+    for (d, &x) in dst.iter_mut().zip(src) {
+        *d = half::f16::narrow(x);
+    }
+}

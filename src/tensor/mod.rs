@@ -309,6 +309,18 @@ pub fn convert(t: &Tensor, to: candle_core::DType) -> PyResult<Tensor> {
             (C::BF16, C::F32) => return map_cpu::<half::bf16, f32, _>(t, Half::widen),
             (C::F16, C::F32) => return map_cpu::<half::f16, f32, _>(t, Half::widen),
             (C::F32, C::BF16) => return map_cpu::<f32, half::bf16, _>(t, half::bf16::narrow),
+            (C::F32, C::F16) if t.is_contiguous() => {
+                return with_slice::<f32, _>(t, |src| {
+                    let mut out = kernels::uninit_vec::<half::f16>(src.len());
+                    let chunk = 16 * 1024;
+                    if src.len() >= kernels::PAR_THRESHOLD {
+                        crate::pool::chunks_mut(&mut out, chunk, |i, d| kernels::narrow_f16_slice(&src[i * chunk..i * chunk + d.len()], d));
+                    } else {
+                        kernels::narrow_f16_slice(src, &mut out);
+                    }
+                    Tensor::from_vec(out, t.dims(), &Device::Cpu).py()
+                })?;
+            }
             (C::F32, C::F16) => return map_cpu::<f32, half::f16, _>(t, half::f16::narrow),
             _ => {}
         }
