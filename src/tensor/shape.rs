@@ -767,9 +767,63 @@ fn cat_impl(tensors: &Bound<'_, PyAny>, dim: i64) -> PyResult<PyTensor> {
         dims[d] = ts.iter().map(|t| t.dims()[d]).sum();
         return super::meta::meta_tensor(&dims, dt);
     }
+    if let Some(out) = cat_cpu(&ts, d)? {
+        return Ok(PyTensor::new(out, dt));
+    }
     // Candle hands back a lone input as is; torch's cat always returns new memory.
     let out = if ts.len() == 1 { ts[0].copy() } else { Python::attach(|py| py.detach(|| Tensor::cat(&ts, d))) }.py()?;
     Ok(PyTensor::new(out, dt))
+}
+
+/// cat of CPU tensors in one pass over the output, split over the pool when large: the output is
+/// `outer` rows, each the inputs' blocks side by side (Candle's cat copies block by block on one
+/// thread). None where our kernels do not run (other devices, the generic test mode).
+fn cat_cpu(ts: &[Tensor], d: usize) -> PyResult<Option<Tensor>> {
+    use candle_core::DType as C;
+    let dt = ts[0].dtype();
+    let ours = matches!(dt, C::U8 | C::I16 | C::I32 | C::I64 | C::F16 | C::BF16 | C::F32 | C::F64);
+    if !ours || ts.iter().any(|t| t.dtype() != dt || !crate::device::cpu_kernels(t)) {
+        return Ok(None);
+    }
+    let dims0 = ts[0].dims();
+    let (outer, inner) = (dims0[..d].iter().product::<usize>(), dims0[d + 1..].iter().product::<usize>());
+    let mut dims = dims0.to_vec();
+    dims[d] = ts.iter().map(|t| t.dims()[d]).sum();
+    let conts = ts.iter().map(|t| if t.is_contiguous() { Ok(t.clone()) } else { super::copy_contiguous(t) }).collect::<PyResult<Vec<_>>>()?;
+    // Each input's block width in an output row, and where it starts there.
+    let widths: Vec<usize> = conts.iter().map(|t| t.dims()[d] * inner).collect();
+    let starts: Vec<usize> = widths.iter().scan(0, |acc, &w| { let s = *acc; *acc += w; Some(s) }).collect();
+    let row: usize = widths.iter().sum();
+    let out = super::with_dtype!(dt, T => {
+        let guards: Vec<_> = conts.iter().map(|t| t.storage_and_layout()).collect();
+        let mut slices: Vec<&[T]> = Vec::with_capacity(conts.len());
+        for ((g, l), t) in guards.iter().zip(&conts) {
+            let candle_core::Storage::Cpu(cpu) = &**g else { return Err(runtime_err("expected a CPU tensor")) };
+            slices.push(&cpu.as_slice::<T>().py()?[l.start_offset()..l.start_offset() + t.elem_count()]);
+        }
+        let mut out = super::kernels::uninit_vec::<T>(outer * row);
+        // Output positions start..start + dst.len(), copied in runs from whichever inputs they cover.
+        let fill = |start: usize, dst: &mut [T]| {
+            let (mut pos, end) = (start, start + dst.len());
+            while pos < end {
+                let (o, j) = (pos / row, pos % row);
+                let k = starts.partition_point(|&s| s <= j) - 1;
+                let (w, off) = (widths[k], j - starts[k]);
+                let n = (w - off).min(end - pos);
+                dst[pos - start..pos - start + n].copy_from_slice(&slices[k][o * w + off..o * w + off + n]);
+                pos += n;
+            }
+        };
+        if out.len() >= super::kernels::PAR_THRESHOLD && crate::pool::threads() > 1 {
+            let chunk = out.len().div_ceil(4 * crate::pool::threads()).clamp(4096, 1 << 16);
+            Python::attach(|py| py.detach(|| crate::pool::chunks_mut(&mut out, chunk, |i, c| fill(i * chunk, c))));
+        } else if !out.is_empty() {
+            fill(0, &mut out);
+        }
+        drop(guards);
+        Tensor::from_vec(out, dims.as_slice(), &candle_core::Device::Cpu).py()
+    })?;
+    Ok(Some(out))
 }
 
 #[pyfunction]
