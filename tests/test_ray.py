@@ -40,8 +40,11 @@ def test_models_pickle_as_their_files():
     assert again.path == llm.path and again.generate("Hi", max_new_tokens=4) == llm.generate("Hi", max_new_tokens=4)
     enc = Encoder(MINILM)
     np.testing.assert_array_equal(pickle.loads(pickle.dumps(enc)).embed(["a cat"]), enc.embed(["a cat"]))
-    bert = pickle.loads(pickle.dumps(enc.model))
+    bert = pickle.loads(pickle.dumps(cb.models.Bert.from_pretrained(MINILM)))
     assert bert.hidden_size == 384
+    module = pickle.loads(pickle.dumps(enc.model))  # an nn.Module with its weights
+    ids, mask = np.array([[101, 2000, 102]]), np.array([[1, 1, 1]])
+    np.testing.assert_array_equal(module(ids, mask).numpy(), enc.model(ids, mask).numpy())
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,5 @@
 """Sentence embeddings from a Hugging Face encoder folder, as sentence-transformers computes them:
-the folder's tokenizer (truncated at `max_seq_length`), BERT on candle-transformers, the pooling of
+the folder's tokenizer (truncated at `max_seq_length`), BERT on candle_bind's nn layers (`bert.py`), the pooling of
 `1_Pooling/config.json` and the `Normalize` module when `modules.json` lists one.
 
 `Encoder.embed` is the whole computation (the Ray recipe calls it directly); `Encoder.__call__` is the
@@ -14,7 +14,7 @@ from typing import Any, List, Sequence, Tuple, Union
 
 import numpy as np
 
-from ..models import Bert
+from .bert import BertEncoder
 
 _POOLING_KEYS = ("pooling_mode_cls_token", "pooling_mode_mean_tokens", "pooling_mode_max_tokens",
                  "pooling_mode_mean_sqrt_len_tokens", "pooling_mode_lasttoken")
@@ -54,7 +54,7 @@ class Encoder:
         self.tokenizer.enable_truncation(max_length=self.max_seq_length)
         self.pad_id = int(config.get("pad_token_id") or 0)
         self.vocab_size = int(config.get("vocab_size") or self.tokenizer.get_vocab_size())
-        self.model = Bert.from_pretrained(self.folder)
+        self.model = BertEncoder.from_pretrained(self.folder)
         self.dim = self.model.hidden_size * len(self.pooling)
 
     def __reduce__(self):
