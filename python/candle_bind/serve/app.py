@@ -20,7 +20,7 @@ from typing import Any, AsyncIterator, Dict, List, Optional, Sequence
 import numpy as np
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
@@ -197,7 +197,7 @@ def build_app(host: Host) -> Starlette:
                     response = await fn(request, started)
                 except APIError as e:
                     response = error_response(e)
-                except ClientGone:
+                except (ClientGone, ClientDisconnect):
                     finish(name, 499, started)
                     return Response(status_code=499)
                 except Exception as e:  # noqa: BLE001 - never a traceback page, never a dead server

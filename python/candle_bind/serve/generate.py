@@ -176,7 +176,7 @@ class Generator:
                     arr[ids] -= s.presence_penalty + s.frequency_penalty * np.fromiter(counts.values(), dtype=np.float32, count=len(counts))
                 if len(bias_ids):
                     arr[bias_ids] += bias_vals
-                scores = _C.from_numpy(arr) if hasattr(_C, "from_numpy") else _C.tensor(arr)
+                scores = _C.from_numpy(arr)
             token = sampler.sample(scores, context if s.repeat_penalty != 1.0 else [])
             if token in self.stop_ids:
                 reason = "stop"

@@ -229,7 +229,7 @@ def prompts(f: Fields, vocab_size: int) -> List[Union[str, List[int]]]:
         items = p
     else:
         raise bad_request("'prompt' must be a string, an array of strings or an array of token ids", "prompt", "invalid_type")
-    if len(items) * 1 > 64:
+    if len(items) > 64:
         raise bad_request(f"'prompt' holds at most 64 prompts, got {len(items)}", "prompt", "invalid_value")
     out: List[Union[str, List[int]]] = []
     for x in items:
