@@ -80,12 +80,15 @@ def start(kind: str, threads: int, ctx: int, slots: int, port: int) -> subproces
     raise SystemExit(f"{kind} server did not start")
 
 
-def plan(n: int, seed: int = 0):
-    """The request mix: (kind, endpoint, prompt index). Kinds: json, stream, cancel, bad."""
+def plan(n: int, clean: bool = False, seed: int = 0):
+    """The request mix: (kind, endpoint, prompt index). Kinds: json, stream, cancel, bad (`clean`: the
+    first two only, half each)."""
     rng = random.Random(seed)
     out = []
     for i in range(n):
         r = rng.random()
+        if clean:
+            r *= 0.75
         kind = "json" if r < 0.4 else "stream" if r < 0.75 else "cancel" if r < 0.87 else "bad"
         out.append((kind, "chat" if rng.random() < 0.75 else "completions", rng.randrange(len(PROMPTS))))
     return out
@@ -141,10 +144,10 @@ async def one(client, url: str, kind: str, endpoint: str, p: int, max_tokens: in
     return 200, "".join(parts), tokens, ttft, time.perf_counter() - t0
 
 
-async def load(url: str, n: int, clients: int, max_tokens: int, refs: dict):
+async def load(url: str, n: int, clients: int, max_tokens: int, refs: dict, clean: bool = False):
     import httpx
 
-    todo = plan(n)
+    todo = plan(n, clean)
     results = []
     queue: asyncio.Queue = asyncio.Queue()
     for item in todo:
@@ -197,7 +200,7 @@ def llm_rows(args):
                         d = c.post(url + path, json=body(endpoint, p, args.max_tokens, False)).json()
                         ch = d["choices"][0]
                         refs[(endpoint, p)] = ch["message"]["content"] if endpoint == "chat" else ch["text"]
-            res = asyncio.run(load(url, args.requests, args.clients, args.max_tokens, refs))
+            res = asyncio.run(load(url, args.requests, args.clients, args.max_tokens, refs, args.mix == "clean"))
             res["alive"] = proc.poll() is None and httpx.get(url + "/v1/models", timeout=30).status_code == 200
             res["startup"] = startup
             rows[kind] = res
@@ -321,6 +324,8 @@ def main():
     ap.add_argument("--only", choices=["llm", "embed", "ray"], action="append")
     ap.add_argument("--servers", nargs="+", default=["ours", "llamacpp"], choices=["ours", "llamacpp"])
     ap.add_argument("--requests", type=int, default=1000)
+    ap.add_argument("--mix", choices=["full", "clean"], default="full",
+                    help="full: streaming, non-streaming, cancelled and malformed; clean: the first two only")
     ap.add_argument("--clients", type=int, default=64)
     ap.add_argument("--max-tokens", type=int, default=16)
     ap.add_argument("--threads", type=int, default=2)
