@@ -144,10 +144,10 @@ async def one(client, url: str, kind: str, endpoint: str, p: int, max_tokens: in
     return 200, "".join(parts), tokens, ttft, time.perf_counter() - t0
 
 
-async def load(url: str, n: int, clients: int, max_tokens: int, refs: dict, clean: bool = False):
+async def load(url: str, n: int, clients: int, max_tokens: int, refs: dict, clean: bool = False, seed: int = 0):
     import httpx
 
-    todo = plan(n, clean)
+    todo = plan(n, clean, seed)
     results = []
     queue: asyncio.Queue = asyncio.Queue()
     for item in todo:
@@ -176,43 +176,71 @@ async def load(url: str, n: int, clients: int, max_tokens: int, refs: dict, clea
             tokens += ntok
             lats.append(lat)
             ttfts.append(ttft if ttft is not None else lat)
-    pct = lambda xs, q: float(np.percentile(xs, q)) * 1000 if xs else float("nan")  # noqa: E731
-    return dict(wall=wall, tokens=tokens, tok_s=tokens / wall, compared=compared, mixed=mixed, statuses=statuses,
-                ttft_p50=pct(ttfts, 50), ttft_p99=pct(ttfts, 99), lat_p50=pct(lats, 50), lat_p99=pct(lats, 99))
+    return dict(wall=wall, tokens=tokens, compared=compared, mixed=mixed, statuses=statuses, ttfts=ttfts, lats=lats)
 
 
 def llm_rows(args):
+    """Both servers up side by side; the requests run in `--rounds` alternating rounds (ours, llama.cpp,
+    ours, ...), so load from other work on a shared machine falls on both alike."""
     import httpx
 
-    rows = {}
-    for kind in args.servers:
-        port = free_port()
-        url = f"http://127.0.0.1:{port}"
-        t0 = time.perf_counter()
-        proc = start(kind, args.threads, args.ctx, args.parallel, port)
-        startup = time.perf_counter() - t0
-        try:
+    servers, rows = {}, {}
+    try:
+        for kind in args.servers:
+            port = free_port()
+            t0 = time.perf_counter()
+            proc = start(kind, args.threads, args.ctx, args.parallel, port)
+            servers[kind] = dict(proc=proc, url=f"http://127.0.0.1:{port}", startup=time.perf_counter() - t0, parts=[])
+        for kind, srv in servers.items():
             refs = {}
             with httpx.Client(timeout=300) as c:
                 for endpoint in ("chat", "completions"):
                     for p in range(len(PROMPTS)):
                         path = "/v1/chat/completions" if endpoint == "chat" else "/v1/completions"
-                        d = c.post(url + path, json=body(endpoint, p, args.max_tokens, False)).json()
+                        d = c.post(srv["url"] + path, json=body(endpoint, p, args.max_tokens, False)).json()
                         ch = d["choices"][0]
                         refs[(endpoint, p)] = ch["message"]["content"] if endpoint == "chat" else ch["text"]
-            res = asyncio.run(load(url, args.requests, args.clients, args.max_tokens, refs, args.mix == "clean"))
-            res["alive"] = proc.poll() is None and httpx.get(url + "/v1/models", timeout=30).status_code == 200
-            res["startup"] = startup
+            srv["refs"] = refs
+        per_round = args.requests // args.rounds
+        for r in range(args.rounds):
+            for kind, srv in servers.items():
+                part = asyncio.run(load(srv["url"], per_round, args.clients, args.max_tokens, srv["refs"],
+                                        args.mix == "clean", seed=r))
+                srv["parts"].append(part)
+                print(f"round {r} {kind}: {part['tokens'] / part['wall']:.1f} tok/s, load {os.getloadavg()[0]:.2f}", flush=True)
+        for kind, srv in servers.items():
+            res = merge(srv["parts"])
+            res["alive"] = srv["proc"].poll() is None and httpx.get(srv["url"] + "/v1/models", timeout=30).status_code == 200
+            res["startup"] = srv["startup"]
             rows[kind] = res
-        finally:
-            proc.send_signal(signal.SIGTERM)
+    finally:
+        for kind, srv in servers.items():
+            srv["proc"].send_signal(signal.SIGTERM)
             try:
-                proc.wait(60)
+                srv["proc"].wait(60)
             except subprocess.TimeoutExpired:
-                proc.kill()
-        res["exit"] = proc.returncode
-        print(f"{kind}: {json.dumps(res, default=str)}", flush=True)
+                srv["proc"].kill()
+            if kind in rows:
+                rows[kind]["exit"] = srv["proc"].returncode
+    for kind, res in rows.items():
+        print(f"{kind}: {json.dumps({k: v for k, v in res.items() if k not in ('ttfts', 'lats')}, default=str)}", flush=True)
     return rows
+
+
+def merge(parts):
+    """One row from the rounds: tokens over summed wall time, percentiles over every request."""
+    ttfts = [x for p in parts for x in p["ttfts"]]
+    lats = [x for p in parts for x in p["lats"]]
+    statuses: dict = {}
+    for p in parts:
+        for k, v in p["statuses"].items():
+            statuses[k] = statuses.get(k, 0) + v
+    wall = sum(p["wall"] for p in parts)
+    tokens = sum(p["tokens"] for p in parts)
+    pct = lambda xs, q: float(np.percentile(xs, q)) * 1000 if xs else float("nan")  # noqa: E731
+    return dict(wall=wall, tokens=tokens, tok_s=tokens / wall, compared=sum(p["compared"] for p in parts),
+                mixed=sum(p["mixed"] for p in parts), statuses=statuses, ttft_p50=pct(ttfts, 50),
+                ttft_p99=pct(ttfts, 99), lat_p50=pct(lats, 50), lat_p99=pct(lats, 99))
 
 
 def embed_row(args):
@@ -327,6 +355,7 @@ def main():
     ap.add_argument("--mix", choices=["full", "clean"], default="full",
                     help="full: streaming, non-streaming, cancelled and malformed; clean: the first two only")
     ap.add_argument("--clients", type=int, default=64)
+    ap.add_argument("--rounds", type=int, default=4, help="alternating rounds per server (requests split evenly)")
     ap.add_argument("--max-tokens", type=int, default=16)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--parallel", type=int, default=1)
