@@ -63,13 +63,15 @@ def start(kind: str, threads: int, ctx: int, slots: int, port: int) -> subproces
         cmd = [sys.executable, "-m", "llama_cpp.server", "--model", GGUF, "--model_alias", "m", "--n_threads", str(threads),
                "--n_threads_batch", str(threads), "--n_ctx", str(ctx), "--interrupt_requests", "False", "--verbose", "False"]
     cmd += ["--host", "127.0.0.1", "--port", str(port)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    # The log goes to a file: a pipe nobody reads fills up and stalls the server on its next log line.
+    log = open(os.path.join(os.environ.get("TMPDIR", "/tmp"), f"bench_serve_{kind}_{port}.log"), "wb")
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
     import httpx
 
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise SystemExit(f"{kind} server exited: {proc.stderr.read().decode()[-2000:]}")
+            raise SystemExit(f"{kind} server exited: see {log.name}")
         try:
             if httpx.get(f"http://127.0.0.1:{port}/v1/models", timeout=2).status_code == 200:
                 return proc
