@@ -267,6 +267,13 @@ def test_disconnect_mid_stream_frees_the_slot(llm, client):
     assert time.perf_counter() - t < 3.0
     metrics = httpx.get(llm.url + "/metrics", headers={"authorization": f"Bearer {KEY}"}).text
     assert "candle_bind_requests_running 0" in metrics and 'status="499"' in metrics
+    # a non-streaming client that gives up is noticed too
+    with pytest.raises(httpx.TimeoutException):
+        httpx.post(llm.url + "/v1/completions", json={**body, "stream": False}, headers={"authorization": f"Bearer {KEY}"},
+                   timeout=1.0)
+    t = time.perf_counter()
+    client.completions.create(model=MODEL, prompt="Hi", max_tokens=2, temperature=0)
+    assert time.perf_counter() - t < 3.0
 
 
 @needs_smollm
