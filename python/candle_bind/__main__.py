@@ -1,11 +1,14 @@
 """`python -m candle_bind run script.py [args...]`: runs an unmodified PyTorch script on candle_bind.
-`python -m candle_bind info`: this build and machine (version, CUDA, CPU, instruction set, threads)."""
+`python -m candle_bind info`: this build and machine (version, CUDA, CPU, instruction set, threads).
+`python -m candle_bind serve MODEL [flags]`: an OpenAI-compatible server (`candle_bind.serve`, the serve extra)."""
 
 import os
 import runpy
 import sys
 
-USAGE = "usage: python -m candle_bind run script.py [args...]\n       python -m candle_bind info"
+USAGE = ("usage: python -m candle_bind run script.py [args...]\n       python -m candle_bind info\n"
+         "       python -m candle_bind serve MODEL [--host H] [--port P] [--threads N] [--ctx-size N] [--parallel N] "
+         "[--api-key K] ... (serve --help)")
 
 
 def main(argv=None) -> int:
@@ -15,6 +18,10 @@ def main(argv=None) -> int:
 
         print(__config__.show(), end="")
         return 0
+    if argv[:1] == ["serve"]:
+        from .serve import main as serve_main
+
+        return serve_main(argv[1:])
     if len(argv) < 2 or argv[0] != "run":
         print(USAGE, file=sys.stderr)
         return 2

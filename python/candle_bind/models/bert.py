@@ -13,8 +13,13 @@ class Bert:
     last hidden state (batch, seq, hidden), as transformers' `BertModel(...).last_hidden_state`."""
 
     def __init__(self, weights, config_json: str):
-        self._model = _C.Bert(os.fspath(weights), config_json)
+        self._weights, self._config_json = os.fspath(weights), config_json
+        self._model = _C.Bert(self._weights, config_json)
         self.hidden_size: int = self._model.hidden_size
+
+    def __reduce__(self):
+        # Pickles as its files (Ray and multiprocessing ship models this way); loaded again on the other side.
+        return (Bert, (self._weights, self._config_json))
 
     @classmethod
     def from_pretrained(cls, folder) -> "Bert":

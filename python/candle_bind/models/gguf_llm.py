@@ -24,6 +24,11 @@ class GGUFCausalLM:
         self.vocab_size: int = self._model.vocab_size
         self._tokenizer: Optional[GGUFTokenizer] = None
 
+    def __reduce__(self):
+        # Pickles as its path (Ray and multiprocessing ship models this way): the file is read again there,
+        # with a fresh KV cache.
+        return (GGUFCausalLM, (self.path,))
+
     @property
     def tokenizer(self) -> GGUFTokenizer:
         """The file's own tokenizer (built on first use; needs the `tokenizers` package)."""
