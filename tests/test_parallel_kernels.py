@@ -275,3 +275,25 @@ def test_nested_parallel_work_runs_serially_and_agrees():
     for g in got:
         for x, y in zip(g, want):
             np.testing.assert_array_equal(x, y)
+
+
+@pytest.mark.parametrize("shape,dim", [((32000, 256), 0), ((4, 600, 33), 1), ((5, 7, 3000), -1), ((70000,), 0), ((3,), 0)])
+def test_index_select_and_embedding_rows(shape, dim, threads):
+    x = rng.standard_normal(shape).astype(np.float32)
+    t, c = both(x)
+    idx = rng.integers(0, shape[dim], 17 * 241)
+    ti, ci = both(idx)
+    same_bits(at_each(threads, lambda: c.index_select(dim, ci)))
+    close(c.index_select(dim, ci), t.index_select(dim, ti), 0, 0)
+    close(c.index_select(dim, ci.int()), t.index_select(dim, ti.int()), 0, 0)
+    close(c.flip(0).index_select(dim, ci), t.flip(0).index_select(dim, ti), 0, 0)
+    if len(shape) == 2:
+        close(CF.embedding(ci.reshape(17, 241), c), F.embedding(ti.reshape(17, 241), t), 0, 0)
+    close(c.index_select(dim, cb.tensor([], dtype=cb.int64)), t.index_select(dim, torch.tensor([], dtype=torch.int64)), 0, 0)
+    with pytest.raises(IndexError):
+        c.index_select(dim, cb.tensor([shape[dim]]))
+    for i in ([0], 0):
+        close(cb.tensor(2.5).index_select(0, cb.tensor(i)), torch.tensor(2.5).index_select(0, torch.tensor(i)), 0, 0)
+    for m in (torch, cb):
+        with pytest.raises(RuntimeError, match="Index to scalar can have only 1 value"):
+            m.tensor(2.5).index_select(0, m.tensor([0, 0]))

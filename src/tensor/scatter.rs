@@ -200,6 +200,52 @@ impl PyTensor {
         Ok(self.same(out))
     }
 
+    /// index_select on the CPU: output rows (outer, len(index), inner) copied from self's rows in
+    /// runs of whole rows over the pool (Candle's copies one row at a time on one thread).
+    pub(super) fn index_select_cpu(&self, d: usize, index: &PyTensor) -> PyResult<PyTensor> {
+        let n = self.dims().get(d).copied().unwrap_or(1);
+        let me = if self.rank() == 0 { self.t.reshape(1).py()? } else { self.t.clone() };
+        let me = if me.is_contiguous() { me } else { super::copy_contiguous(&me)? };
+        let dims = me.dims().to_vec();
+        let (outer, inner) = (dims[..d].iter().product::<usize>(), dims[d + 1..].iter().product::<usize>());
+        let (storage, layout) = me.storage_and_layout();
+        let candle_core::Storage::Cpu(cpu) = &*storage else { return Err(runtime_err("expected a CPU tensor")) };
+        let out = with_index(index, "index_select", |idx| {
+            if idx.iter().any(|&i| i < 0 || i >= n as i64) {
+                return Err(index_err("index out of range in self"));
+            }
+            with_dtype!(me.dtype(), T => {
+                let o = layout.start_offset();
+                let data = &cpu.as_slice::<T>().py()?[o..o + me.elem_count()];
+                let k = idx.len();
+                let mut out = super::kernels::uninit_vec::<T>(outer * k * inner);
+                // Output row r = (outer a, entry j) is self's row (a, idx[j]).
+                let fill = |r0: usize, dst: &mut [T]| {
+                    for (q, row) in dst.chunks_mut(inner.max(1)).enumerate() {
+                        let (a, j) = ((r0 + q) / k.max(1), (r0 + q) % k.max(1));
+                        let src = (a * n + idx[j] as usize) * inner;
+                        row.copy_from_slice(&data[src..src + inner]);
+                    }
+                };
+                let rows = outer * k;
+                if out.len() >= super::kernels::PAR_THRESHOLD && crate::pool::threads() > 1 && inner > 0 {
+                    let per = rows.div_ceil(4 * crate::pool::threads()).max(1);
+                    crate::pool::chunks_mut(&mut out, per * inner, |c, dst| fill(c * per, dst));
+                } else if inner > 0 {
+                    fill(0, &mut out);
+                }
+                let mut od = dims.clone();
+                od[d] = k;
+                if self.rank() == 0 {
+                    od = vec![]; // a scalar's one value (its index has one entry: checked by the caller)
+                }
+                Tensor::from_vec(out, od, &Device::Cpu).py()
+            })
+        })?;
+        drop(storage);
+        Ok(self.same(out))
+    }
+
     /// scatter family: a copy of self with src's values written (or combined) at index along dim.
     pub fn scatter_impl(&self, dim: i64, index: &PyTensor, src: Operand<'_>, reduce: Option<&str>) -> PyResult<PyTensor> {
         let d = norm_dim(dim, self.rank())?;

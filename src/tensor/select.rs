@@ -10,7 +10,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use rand::Rng;
 
-use super::scatter::{device_index, index_values, IndexMode};
+use super::scatter::{device_index, IndexMode};
 use super::reduce::values_indices;
 use super::creation::Dist;
 use super::{cast, norm_dim, operand_arg, with_dtype, Arg, Operand, PyTensor, Scalar};
@@ -294,6 +294,9 @@ impl PyTensor {
             return Err(index_err("index_select(): Index is supposed to be a vector"));
         }
         let n = self.dims().get(d).copied().unwrap_or(1);
+        if self.rank() == 0 && index.numel() != 1 {
+            return Err(runtime_err(format!("index_select(): Index to scalar can have only 1 value, got {} value(s)", index.numel())));
+        }
         if !super::is_cpu(&self.t) || !super::is_cpu(&index.t) {
             crate::device::common(&[&self.t, &index.t])?;
             let (i, range) = device_index(index, n, false, "index_select")?;
@@ -305,21 +308,12 @@ impl PyTensor {
             let i = i.flatten_all().py()?;
             let src = if self.rank() == 0 { self.t.reshape(1).py()? } else { self.t.clone() };
             let out = src.contiguous().py()?.index_select(&i, d).py()?;
-            let out = if self.rank() == 0 { out.reshape(if index.rank() == 0 { vec![] } else { vec![index.numel()] }).py()? } else { out };
+            let out = if self.rank() == 0 { out.reshape(()).py()? } else { out };
             return Ok(self.same(out));
         }
-        let idx = index_values(index, "index_select")?;
-        if idx.iter().any(|&i| i < 0 || i >= n as i64) {
-            return Err(index_err("index out of range in self"));
-        }
         let row: usize = self.dims().iter().enumerate().filter(|&(i, _)| i != d).map(|(_, &x)| x).product();
-        self.reserve(&[idx.len(), row])?;
-        let idx: Vec<u32> = idx.iter().map(|&i| i as u32).collect();
-        let it = Tensor::from_vec(idx.clone(), idx.len(), self.t.device()).py()?;
-        let src = if self.rank() == 0 { self.t.reshape(1).py()? } else { self.t.clone() };
-        let out = src.contiguous().py()?.index_select(&it, d).py()?;
-        let out = if self.rank() == 0 { out.reshape(if index.rank() == 0 { vec![] } else { vec![idx.len()] }).py()? } else { out };
-        Ok(self.same(out))
+        self.reserve(&[index.numel(), row])?;
+        self.index_select_cpu(d, index)
     }
 
     #[pyo3(signature = (dim, index, source, *, alpha=None))]
