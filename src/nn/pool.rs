@@ -283,7 +283,8 @@ pub fn resample_axis(input: &PyTensor, dim: usize, index: Vec<Vec<usize>>, weigh
         return Ok(input.same(dev::resample(&input.t, dim, &index, &weights)?));
     }
     let x = crate::tensor::cpu_vec::<f32>(&input.t)?;
-    let mut out = vec![0f32; outer * o * inner];
+    // Every element is written below (zeroed by its own task first where taps accumulate).
+    let mut out = crate::tensor::kernels::uninit_vec::<f32>(outer * o * inner);
     // Taps as flat arrays of a fixed count per output (short windows padded with weight 0), so the
     // last-dim gather walks two plain slices.
     let taps = index.iter().map(Vec::len).max().unwrap_or(0).max(1);
@@ -307,6 +308,7 @@ pub fn resample_axis(input: &PyTensor, dim: usize, index: Vec<Vec<usize>>, weigh
             }
             return;
         }
+        dst.fill(0.0);
         for (j, (idx, w)) in index.iter().zip(&weights).enumerate() {
             let row = &mut dst[j * inner..(j + 1) * inner];
             for (&i, &wt) in idx.iter().zip(w) {

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import functools
 import math
 from typing import Optional, Sequence
 
@@ -179,10 +180,12 @@ def _weights_shape(w, x, d):
     return w.reshape(*shape).to(x.dtype).to(x.device)
 
 
+@functools.lru_cache(maxsize=256)
 def _taps(mode, L, O, scale, ac):
     """(indices, weights) per output position along one axis, as torch's kernels compute them: in float32,
     their opmath type for float32, half and bfloat16 inputs (so a value halfway between two integers
-    rounds as torch's does)."""
+    rounds as torch's does). Cached: computing them in Python took as long as the resampling itself, and a
+    network resizes the same few shapes again and again (callers never modify the lists)."""
     import numpy as np
 
     f32 = np.float32
@@ -227,6 +230,7 @@ def _taps(mode, L, O, scale, ac):
     return idx, wts
 
 
+@functools.lru_cache(maxsize=256)
 def _taps_aa(mode, L, O, scale, ac, antialias=True, delta=0.0):
     """Antialiased taps (torch's `_compute_weights_aa`): the bilinear (triangle) or bicubic (a = -0.5) filter
     stretched over `scale` input pixels when downsampling, weights normalised per output position. With
