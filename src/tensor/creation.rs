@@ -86,7 +86,13 @@ fn filled(dims: &[usize], value: Scalar, dtype: DType, device: &Device) -> PyRes
     let n: usize = dims.iter().product();
     let t = super::with_dtype!(one.dtype(), T => {
         let v = one.to_scalar::<T>().py()?;
-        Tensor::from_vec(vec![v; n], dims, device).py()
+        let mut out = super::kernels::uninit_vec::<T>(n);
+        if n >= super::kernels::PAR_THRESHOLD && crate::pool::threads() > 1 {
+            crate::pool::chunks_mut(&mut out, 16 * 1024, |_, c| c.fill(v));
+        } else {
+            out.fill(v);
+        }
+        Tensor::from_vec(out, dims, device).py()
     })?;
     Ok(PyTensor::new(t, dtype))
 }
