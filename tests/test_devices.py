@@ -32,7 +32,9 @@ NOT_DEVICE_TESTS = ["test_isa.py", "test_fuzz.py", "test_longrun.py", "test_thre
                     "test_whisper.py", "test_torchaudio.py", "test_torchvision_ops.py",
                     "test_peft.py", "test_open_clip.py", "test_cross_encoder.py", "test_quantize_dynamic_hf.py",
                     "test_diffusers.py", "test_torchvision.py", "test_timm.py", "test_opinfo.py", "test_transformers_archs.py",
-                    "test_mmap_load.py"]
+                    "test_mmap_load.py",
+                    # the server and Ray plumbing (its model kernels are the ones test_gguf/test_models check)
+                    "test_serve.py", "test_ray.py"]
 
 
 def _rerun(env_extra, timeout, also_ignore=()):

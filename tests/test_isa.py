@@ -55,7 +55,9 @@ NOT_KERNEL_TESTS = ["test_fuzz.py", "test_longrun.py", "test_threads.py", "test_
                     "test_peft.py", "test_open_clip.py", "test_cross_encoder.py", "test_quantize_dynamic_hf.py",
                     "test_diffusers.py", "test_fft.py", "test_complex.py", "test_torchvision.py", "test_timm.py", "test_opinfo.py", "test_transformers_archs.py",
                     # scalar Rust code and numpy's LAPACK: no instruction-set dispatch to cap
-                    "test_special.py", "test_linalg.py", "test_error_types.py"]
+                    "test_special.py", "test_linalg.py", "test_error_types.py",
+                    # the server and Ray plumbing (its model kernels are the ones test_gguf/test_models check)
+                    "test_serve.py", "test_ray.py"]
 
 
 def _lower_levels():
