@@ -274,7 +274,7 @@ impl PyTensor {
             }
             Operand::S(s) => s.tensor(self.dtype, &Device::Cpu)?.reshape(1).py()?,
         };
-        let me = self.t.contiguous().py()?;
+        let me = &self.t; // cpu_vec below reads any layout in one pass: no contiguous copy first
         let n = self.dims().get(d).copied().unwrap_or(1);
         for (i, (&a, &b)) in index.dims().iter().zip(self.dims()).enumerate() {
             if i != d && a > b {
@@ -357,7 +357,7 @@ impl PyTensor {
         }
         let idx = index_values(index, op)?;
         let n = self.dims().get(d).copied().unwrap_or(1);
-        let me = self.t.contiguous().py()?;
+        let me = &self.t;
         let dims = me.dims().to_vec();
         // The source's shape: self's with dim d of size len(index) (a scalar fills).
         let mut sdims = dims.clone();
