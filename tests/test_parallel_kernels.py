@@ -297,3 +297,21 @@ def test_index_select_and_embedding_rows(shape, dim, threads):
     for m in (torch, cb):
         with pytest.raises(RuntimeError, match="Index to scalar can have only 1 value"):
             m.tensor(2.5).index_select(0, m.tensor([0, 0]))
+
+
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_cat_in_one_pass(dim, threads):
+    a = rng.standard_normal((3, 70000 if dim == 0 else 5, 4)).astype(np.float32)
+    parts = [a, a[:, :0] if dim == 1 else a[:0] if dim == 0 else a[..., :0], a[:, ::-1].copy()]
+    tp = [torch.from_numpy(np.ascontiguousarray(p)) for p in parts]
+    cp = [cb.from_numpy(np.ascontiguousarray(p)) for p in parts]
+    same_bits(at_each(threads, lambda: cb.cat(cp, dim)))
+    close(cb.cat(cp, dim), torch.cat(tp, dim), 0, 0)
+    close(cb.cat([cp[0].transpose(0, 2), cp[0].transpose(0, 2)], dim), torch.cat([tp[0].transpose(0, 2)] * 2, dim), 0, 0)
+    close(cb.cat([cb.tensor([1, 2]), cb.tensor([3.5])]), torch.cat([torch.tensor([1, 2]), torch.tensor([3.5])]), 0, 0)
+    close(cb.cat([cb.from_numpy(a[:1])]), torch.cat([torch.from_numpy(a[:1])]), 0, 0)
+    for m in (torch, cb):
+        with pytest.raises(RuntimeError):
+            m.cat([m.zeros(2, 3), m.zeros(2, 4)], 0)
+    close(cb.full((70001,), 2.5), torch.full((70001,), 2.5), 0, 0)
+    close(cb.full((0, 3), 1.0), torch.full((0, 3), 1.0), 0, 0)
