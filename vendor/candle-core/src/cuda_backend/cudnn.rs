@@ -10,6 +10,31 @@ use std::sync::Arc;
 // send nor sync.
 thread_local! {
     static CUDNN: RefCell<HashMap<crate::cuda_backend::DeviceId, Arc<Cudnn>>> = HashMap::new().into();
+    // candle-bind's patch: the algorithm cuDNN's heuristics pick (as torch with
+    // cudnn.benchmark=False) and its workspace size, asked once per convolution shape.
+    static ALGOS: RefCell<HashMap<Vec<i64>, (cudarc::cudnn::sys::cudnnConvolutionFwdAlgo_t, usize)>> = HashMap::new().into();
+}
+
+/// candle-bind's patch: whether libcudnn can be loaded (the nvidia-cudnn package's library, preloaded
+/// by candle_bind at import): without it convolutions take Candle's im2col path instead of panicking.
+pub fn available() -> bool {
+    static PRESENT: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *PRESENT.get_or_init(|| {
+        std::env::var_os("CANDLE_BIND_NO_CUDNN").is_none() && unsafe { cudarc::cudnn::sys::is_culib_present() }
+    })
+}
+
+/// The cached (algorithm, workspace bytes) for `key`, else `pick`'s answer, remembered.
+fn cached_algo(
+    key: Vec<i64>,
+    pick: impl FnOnce() -> crate::Result<(cudarc::cudnn::sys::cudnnConvolutionFwdAlgo_t, usize)>,
+) -> crate::Result<(cudarc::cudnn::sys::cudnnConvolutionFwdAlgo_t, usize)> {
+    if let Some(hit) = ALGOS.with(|a| a.borrow().get(&key).copied()) {
+        return Ok(hit);
+    }
+    let got = pick()?;
+    ALGOS.with(|a| a.borrow_mut().insert(key, got));
+    Ok(got)
 }
 
 impl From<cudarc::cudnn::CudnnError> for crate::Error {
@@ -94,6 +119,7 @@ pub(crate) fn launch_conv2d<
         w: &w,
         y: &y,
     };
+    let (alg, workspace_size) = cached_algo(vec![device_id_key(&device_id), T::DTYPE as i64, 2, params.b_size as i64, params.c_in as i64, params.i_h as i64, params.i_w as i64, params.c_out as i64, params.k_h as i64, params.k_w as i64, params.padding as i64, params.stride as i64, params.dilation as i64, src_l.is_contiguous() as i64, src_l.stride()[0] as i64, src_l.stride()[1] as i64, src_l.stride()[2] as i64, src_l.stride()[3] as i64], || {
     let alg = match params.cudnn_fwd_algo {
         None => conv2d.pick_algorithm()?,
         Some(CandleAlgo::ImplicitGemm) => A::CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM,
@@ -108,8 +134,10 @@ pub(crate) fn launch_conv2d<
         Some(CandleAlgo::WinogradNonFused) => A::CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED,
         Some(CandleAlgo::Count) => A::CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
     };
-    let workspace_size = conv2d.get_workspace_size(alg)?;
-    let mut workspace = dev.cuda_stream().alloc_zeros::<u8>(workspace_size)?;
+    Ok((alg, conv2d.get_workspace_size(alg)?))
+    })?;
+    // candle-bind's patch: cuDNN writes its workspace before reading it: no memset.
+    let mut workspace = unsafe { dev.cuda_stream().alloc::<u8>(workspace_size.max(1))? };
     unsafe {
         conv2d.launch::<CudaSlice<u8>, _, _, _>(
             alg,
@@ -195,6 +223,7 @@ pub(crate) fn launch_conv1d<
         w: &w,
         y: &y,
     };
+    let (alg, workspace_size) = cached_algo(vec![device_id_key(&device_id), T::DTYPE as i64, 1, params.b_size as i64, params.c_in as i64, params.l_in as i64, params.c_out as i64, params.k_size as i64, params.padding as i64, params.stride as i64, params.dilation as i64, src_l.is_contiguous() as i64, src_l.stride()[0] as i64, src_l.stride()[1] as i64, src_l.stride()[2] as i64], || {
     let alg = match params.cudnn_fwd_algo {
         None => conv1d.pick_algorithm()?,
         Some(CandleAlgo::ImplicitGemm) => A::CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM,
@@ -209,8 +238,10 @@ pub(crate) fn launch_conv1d<
         Some(CandleAlgo::WinogradNonFused) => A::CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED,
         Some(CandleAlgo::Count) => A::CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
     };
-    let workspace_size = conv1d.get_workspace_size(alg)?;
-    let mut workspace = dev.cuda_stream().alloc_zeros::<u8>(workspace_size)?;
+    Ok((alg, conv1d.get_workspace_size(alg)?))
+    })?;
+    // candle-bind's patch: cuDNN writes its workspace before reading it: no memset.
+    let mut workspace = unsafe { dev.cuda_stream().alloc::<u8>(workspace_size.max(1))? };
     unsafe {
         conv1d.launch::<CudaSlice<u8>, _, _, _>(
             alg,
@@ -222,4 +253,11 @@ pub(crate) fn launch_conv1d<
         )?;
     }
     Ok(())
+}
+
+fn device_id_key(id: &crate::cuda_backend::DeviceId) -> i64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    id.hash(&mut h);
+    h.finish() as i64
 }
