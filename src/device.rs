@@ -281,6 +281,7 @@ pub fn cuda_device(ordinal: usize) -> PyResult<Device> {
     if let Some(d) = &devices[ordinal] {
         return Ok(d.clone());
     }
+    candle_core::cuda_backend::register_extra_kernels(crate::cuda::INT_PTX);
     let dev = quietly(|| Device::new_cuda_with_stream(ordinal))
         .ok_or_else(|| DeviceError::new_err("CUDA driver libraries could not be loaded"))?
         .map_err(to_pyerr)?;
@@ -464,17 +465,16 @@ pub fn via_host(inputs: &[&Tensor], f: impl FnOnce(&[Tensor]) -> PyResult<Tensor
     out.to_device(&dev).py()
 }
 
-/// The dtypes a CUDA tensor can hold: Candle's CUDA kernels have no casts or copies for int32,
-/// int16 (so int8) or float8 storage. torch has them; candle_bind raises torch-style instead.
+/// The dtypes a CUDA tensor can hold: all but float8 (Candle's float8 kernels need compute
+/// capability 8.9 and candle_bind has no float8 ops). int32 and int16 (so int8) run on kernels
+/// generated from Candle's for those storages (`src/cuda/int_kernels.cu`).
 pub fn check_dtype(device: &Device, dtype: crate::dtype::DType) -> PyResult<()> {
     use crate::dtype::DType as D;
-    if device.is_cpu() || !matches!(dtype, D::I32 | D::I16 | D::I8 | D::F8E4M3) {
+    if device.is_cpu() || dtype != D::F8E4M3 {
         return Ok(());
     }
     Err(crate::error::DTypeError::new_err(format!(
-        "{} tensors are not supported on CUDA by candle_bind yet (Candle's CUDA kernels have no {} storage): \
-         use torch.int64 (or a float dtype) for tensors on the GPU",
-        dtype.name(),
+        "{} tensors are not supported on CUDA by candle_bind yet: use a 16-bit float dtype on the GPU",
         dtype.name()
     )))
 }

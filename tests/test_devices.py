@@ -188,13 +188,55 @@ def test_torch_cuda_functions():
     assert cb.cuda.is_bf16_supported()
 
 
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dt", ["int32", "int16", "int8"])
+def test_small_integer_dtypes_on_every_device(device, dt):
+    """int32/int16/int8 (what tokenizers, masks and quantized code hand over) live on the GPU and take
+    the ops models use there: arithmetic, comparisons, where, reductions, sorts, casts, indexing
+    and embedding lookups with such ids, as torch computes them."""
+    tdt = getattr(torch, dt)
+    x = torch.tensor([[3, -7, 0, 12], [100, -100, 5, 1]], dtype=tdt)
+    c = to_cb(x).to(device)
+    assert c.device.type == device and c.dtype == getattr(cb, dt)
+    same = lambda got, want: assert_same(got.cpu(), want)  # noqa: E731
+    same(c + c, x + x)
+    same(c - 1, x - 1)
+    same(c * 3, x * 3)
+    same(c // 3, x // 3)
+    same(c % 3, x % 3)
+    same(c == 5, x == 5)
+    same(c < 2, x < 2)
+    same(cb.where(c > 0, c, -c), torch.where(x > 0, x, -x))
+    same(cb.maximum(c, c.flip(1)), torch.maximum(x, x.flip(1)))
+    same(c.sum(1), x.sum(1))
+    same(c.max(), x.max())
+    same(c.argmax(1), x.argmax(1))
+    same(c.sort(1).values, x.sort(1).values)
+    same(c.float(), x.float())
+    same(c.t().contiguous(), x.t().contiguous())
+    same(to_cb(x.float() * 1.5).to(device).to(getattr(cb, dt)), (x.float() * 1.5).to(tdt))
+    same(c.masked_fill(c < 0, 7), x.masked_fill(x < 0, 7))
+    same(c[:, 1:3], x[:, 1:3])
+    same(c[c > 0], x[x > 0])
+    w = torch.randn(2, 4)
+    if dt == "int32":  # torch's index dtypes: int64 and int32
+        ids = torch.tensor([[1, 0, 1]], dtype=tdt)
+        same(cb.nn.functional.embedding(to_cb(ids).to(device), to_cb(w).to(device)), torch.nn.functional.embedding(ids, w))
+        same(to_cb(w).to(device).index_select(0, to_cb(ids[0]).to(device)), w.index_select(0, ids[0]))
+        same(to_cb(w).to(device)[to_cb(ids).to(device)], w[ids])
+    mask = torch.tensor([[1, 1, 0]], dtype=tdt)
+    same(to_cb(w).to(device)[:, None, :].expand(2, 3, 4)[0] * to_cb(mask).to(device)[0, :, None],
+         w[:, None, :].expand(2, 3, 4)[0] * mask[0, :, None])
+    if dt == "int8":
+        same(c * 3, x * 3)  # wraps into int8's range
+    cpu = c.cpu()
+    assert cpu.dtype == getattr(cb, dt) and cpu.tolist() == x.tolist()
+
+
 @pytest.mark.skipif(not CUDA, reason="no CUDA device")
-def test_storage_only_dtypes_raise_on_cuda():
-    for dt in (cb.int32, cb.int16, cb.int8):
-        with pytest.raises(RuntimeError, match="not supported on CUDA"):
-            cb.ones(2, dtype=dt).cuda()
-        with pytest.raises(RuntimeError, match="not supported on CUDA"):
-            cb.zeros(2, dtype=dt, device="cuda")
+def test_float8_stays_on_the_cpu():
+    with pytest.raises(RuntimeError, match="not supported on CUDA"):
+        cb.ones(2, dtype=cb.float8_e4m3fn).cuda()
     assert cb.ones(2, dtype=cb.int64).cuda().dtype == cb.int64
 
 

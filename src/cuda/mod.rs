@@ -10,7 +10,12 @@ use pyo3::prelude::*;
 
 use crate::error::{runtime_err, IntoPyResult};
 
+mod attention;
+pub use attention::flash;
+
 const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels.ptx"));
+/// Candle's kernels for int32/int16 storage, which candle-kernels lacks (scripts/gen_int_kernels.py).
+pub const INT_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/int_kernels.ptx"));
 
 /// Where the values go: explicit storage offsets, or a strided view.
 pub enum Target<'a> {

@@ -238,7 +238,9 @@ fn compute(op: BinOp, a: &Tensor, b: &Tensor, ct: DType) -> PyResult<Tensor> {
         return crate::device::on_host(|| compute(op, a, b, ct));
     }
     if !is_cpu(a) || !is_cpu(b) {
-        return compute_candle(op, a, b, ct, &dims);
+        let r = compute_candle(op, a, b, ct, &dims)?;
+        // int8 lives in int16 storage: results wrap into its range as torch's int8 arithmetic does.
+        return if ct == DType::I8 && !op.is_cmp() { super::wrap_i8(&r) } else { Ok(r) };
     }
     match ct {
         // The arithmetic models repeat (residual adds, gating, rotary): widened in registers and

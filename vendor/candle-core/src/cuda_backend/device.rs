@@ -51,6 +51,15 @@ impl Drop for CudaGraphHtodCacheGuard {
     }
 }
 
+/// candle-bind's patch: PTX of kernels candle-kernels does not have, under Candle's kernel names.
+static EXTRA_KERNELS: std::sync::OnceLock<&'static str> = std::sync::OnceLock::new();
+
+/// candle-bind's patch: registers `ptx` as the module `get_or_load_func` falls back to (once; later
+/// calls are ignored).
+pub fn register_extra_kernels(ptx: &'static str) {
+    let _ = EXTRA_KERNELS.set(ptx);
+}
+
 pub struct ModuleStore {
     mdls: [Option<Arc<cudarc::driver::CudaModule>>; kernels::ALL_IDS.len()],
 }
@@ -344,22 +353,29 @@ impl CudaDevice {
 
     pub fn get_or_load_func(&self, fn_name: &str, mdl: &kernels::Module) -> Result<CudaFunc> {
         let ms = self.modules.read().unwrap();
-        if let Some(mdl) = ms.mdls[mdl.index()].as_ref() {
-            let func = mdl.load_function(fn_name).w()?;
-            return Ok(CudaFunc {
+        let loaded = ms.mdls[mdl.index()].clone();
+        drop(ms);
+        let module = match loaded {
+            Some(m) => m,
+            None => {
+                let mut ms = self.modules.write().unwrap();
+                let cuda_module = self.context.load_module(mdl.ptx().into()).w()?;
+                ms.mdls[mdl.index()] = Some(cuda_module.clone());
+                cuda_module
+            }
+        };
+        match module.load_function(fn_name) {
+            Ok(func) => Ok(CudaFunc {
                 func,
                 stream: self.stream.clone(),
-            });
+            }),
+            // candle-bind's patch: a kernel candle-kernels lacks (int32/int16 ones) is looked up in
+            // the module registered with `register_extra_kernels`.
+            Err(e) => match EXTRA_KERNELS.get() {
+                Some(ptx) => self.get_or_load_custom_func(fn_name, "candle_bind_extra", ptx),
+                None => Err(e).w(),
+            },
         }
-        drop(ms);
-        let mut ms = self.modules.write().unwrap();
-        let cuda_module = self.context.load_module(mdl.ptx().into()).w()?;
-        ms.mdls[mdl.index()] = Some(cuda_module.clone());
-        let func = cuda_module.load_function(fn_name).w()?;
-        Ok(CudaFunc {
-            func,
-            stream: self.stream.clone(),
-        })
     }
 
     pub fn cublas_handle(&self) -> Arc<cudarc::cublas::CudaBlas> {

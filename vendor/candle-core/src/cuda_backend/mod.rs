@@ -20,7 +20,7 @@ pub mod cutile;
 mod device;
 mod error;
 mod utils;
-pub use device::{CudaDevice, DeviceId};
+pub use device::{register_extra_kernels, CudaDevice, DeviceId};
 pub use error::{CudaError, WrapErr};
 pub use utils::{Map1, Map1Any, Map2, Map2Any, Map2InPlace, Map3, S};
 
@@ -1700,8 +1700,29 @@ impl BackendStorage for CudaStorage {
                 unsafe { builder.launch(cfg) }.w()?;
                 CudaStorageSlice::F8E4M3(out)
             }
-            DType::I16 | DType::I32 => {
-                return Err(CudaError::InternalError("i16,i32 dtypes are not supported").into())
+            // candle-bind's patch: int16/int32 casts (their kernels are candle-bind's, see
+            // `register_extra_kernels`).
+            DType::I16 => {
+                let out = unsafe { dev.alloc::<i16>(el)? };
+                let mut builder = func.builder();
+                barg!(builder, el);
+                barg!(builder, dims.len());
+                ds.builder_arg(&mut builder);
+                barg!(builder, *inp);
+                builder.arg(&out);
+                unsafe { builder.launch(cfg) }.w()?;
+                CudaStorageSlice::I16(out)
+            }
+            DType::I32 => {
+                let out = unsafe { dev.alloc::<i32>(el)? };
+                let mut builder = func.builder();
+                barg!(builder, el);
+                barg!(builder, dims.len());
+                ds.builder_arg(&mut builder);
+                barg!(builder, *inp);
+                builder.arg(&out);
+                unsafe { builder.launch(cfg) }.w()?;
+                CudaStorageSlice::I32(out)
             }
             DType::F6E2M3 | DType::F6E3M2 | DType::F4 | DType::F8E8M0 => {
                 return Err(
@@ -1846,47 +1867,7 @@ impl BackendStorage for CudaStorage {
         kernel_l: &Layout,
         params: &crate::conv::ParamsConv1D,
     ) -> Result<Self> {
-        const USE_IM2COL_CONV1D: bool = true;
-
-        let device = self.device().clone();
-        if !USE_IM2COL_CONV1D {
-            let slice = Conv1D(params).map(&self.slice, l, &kernel.slice, kernel_l, &device)?;
-            return Ok(Self { slice, device });
-        }
-
-        let col = Im2Col1D {
-            l_k: params.k_size,
-            stride: params.stride,
-            dilation: params.dilation,
-            padding: params.padding,
-        }
-        .map(&self.slice, &device, l)?;
-        let col = Self { slice: col, device };
-        let l_out = params.l_out();
-        let b = params.b_size;
-        let n = params.c_out;
-        let k = params.k_size * params.c_in;
-        let m = l_out;
-        let col_l = Layout::contiguous((b * m, k));
-        let res = if kernel_l.is_contiguous() {
-            let kernel_l =
-                Layout::contiguous_with_offset((n, k), kernel_l.start_offset()).transpose(0, 1)?;
-            col.matmul(kernel, (1, b * m, n, k), &col_l, &kernel_l)?
-        } else {
-            // Make the kernel contiguous if not already the case.
-            let mut kernel_c = unsafe {
-                self.device()
-                    .alloc_uninit(kernel_l.shape(), kernel.dtype())?
-            };
-            kernel.copy_strided_src(&mut kernel_c, 0, kernel_l)?;
-            let kernel_l =
-                Layout::contiguous_with_offset((n, k), kernel_l.start_offset()).transpose(0, 1)?;
-            col.matmul(kernel, (1, b * m, n, k), &col_l, &kernel_l)?
-        };
-        let res_l = Layout::contiguous((b, l_out, n)).transpose(1, 2)?;
-        let mut res_t = unsafe { self.device().alloc_uninit(res_l.shape(), res.dtype())? };
-        res.copy_strided_src(&mut res_t, 0, &res_l)?;
-        Ok(res_t)
+        conv1d_im2col(self, l, kernel, kernel_l, params)
     }
 
     #[cfg(feature = "cudnn")]
@@ -1897,6 +1878,9 @@ impl BackendStorage for CudaStorage {
         kernel_l: &Layout,
         params: &crate::conv::ParamsConv1D,
     ) -> Result<Self> {
+        if !crate::cudnn::available() {
+            return conv1d_im2col(self, inp_l, kernel, kernel_l, params);
+        }
         let device = self.device().clone();
         if !kernel_l.is_contiguous() {
             let slice = Conv1D(params).map(&self.slice, inp_l, &kernel.slice, kernel_l, &device)?;
@@ -2027,52 +2011,7 @@ impl BackendStorage for CudaStorage {
         kernel_l: &Layout,
         params: &crate::conv::ParamsConv2D,
     ) -> Result<Self> {
-        const USE_IM2COL_CONV2D: bool = true;
-
-        let device = self.device().clone();
-        if !USE_IM2COL_CONV2D {
-            let slice = Conv2D(params).map(&self.slice, l, &kernel.slice, kernel_l, &device)?;
-            return Ok(Self { slice, device });
-        }
-
-        let col = Im2Col {
-            h_k: params.k_h,
-            w_k: params.k_w,
-            stride: params.stride,
-            dilation: params.dilation,
-            padding: params.padding,
-        }
-        .map(&self.slice, &device, l)?;
-        let col = Self { slice: col, device };
-        let h_out = params.out_h();
-        let w_out = params.out_w();
-        let b = params.b_size;
-        let n = params.c_out;
-        let k = params.k_h * params.k_w * params.c_in;
-        let m = h_out * w_out;
-        let col_l = Layout::contiguous((b * m, k));
-        let res = if kernel_l.is_contiguous() {
-            let kernel_l =
-                Layout::contiguous_with_offset((n, k), kernel_l.start_offset()).transpose(0, 1)?;
-            col.matmul(kernel, (1, b * m, n, k), &col_l, &kernel_l)?
-        } else {
-            // Make the kernel contiguous if not already the case. copy_strided_src writes the
-            // materialized kernel starting at offset 0, so the matmul layout must use offset 0,
-            // not the original (strided) kernel's start offset.
-            let mut kernel_c = unsafe {
-                self.device()
-                    .alloc_uninit(kernel_l.shape(), kernel.dtype())?
-            };
-            kernel.copy_strided_src(&mut kernel_c, 0, kernel_l)?;
-            let kernel_l = Layout::contiguous_with_offset((n, k), 0).transpose(0, 1)?;
-            col.matmul(&kernel_c, (1, b * m, n, k), &col_l, &kernel_l)?
-        };
-        let res_l = Layout::contiguous((b, h_out, w_out, n))
-            .transpose(1, 2)?
-            .transpose(1, 3)?;
-        let mut res_t = unsafe { self.device().alloc_uninit(res_l.shape(), res.dtype())? };
-        res.copy_strided_src(&mut res_t, 0, &res_l)?;
-        Ok(res_t)
+        conv2d_im2col(self, l, kernel, kernel_l, params)
     }
 
     #[cfg(feature = "cudnn")]
@@ -2083,6 +2022,9 @@ impl BackendStorage for CudaStorage {
         kernel_l: &Layout,
         params: &crate::conv::ParamsConv2D,
     ) -> Result<Self> {
+        if !crate::cudnn::available() {
+            return conv2d_im2col(self, inp_l, kernel, kernel_l, params);
+        }
         let device = self.device().clone();
         if !kernel_l.is_contiguous() {
             let slice = Conv2D(params).map(&self.slice, inp_l, &kernel.slice, kernel_l, &device)?;
@@ -2760,4 +2702,112 @@ unsafe fn gemm_strided_batched_bf16(
         compute_type,
         sys::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT_TENSOR_OP,
     )
+}
+
+// candle-bind's patch: Candle's own conv1d (im2col + cuBLAS), also the fallback of the cuDNN build
+// when libcudnn cannot be loaded.
+fn conv1d_im2col(
+    this: &CudaStorage,
+    l: &Layout,
+    kernel: &CudaStorage,
+    kernel_l: &Layout,
+    params: &crate::conv::ParamsConv1D,
+) -> Result<CudaStorage> {
+    const USE_IM2COL_CONV1D: bool = true;
+
+    let device = this.device().clone();
+    if !USE_IM2COL_CONV1D {
+        let slice = Conv1D(params).map(&this.slice, l, &kernel.slice, kernel_l, &device)?;
+        return Ok(CudaStorage { slice, device });
+    }
+
+    let col = Im2Col1D {
+        l_k: params.k_size,
+        stride: params.stride,
+        dilation: params.dilation,
+        padding: params.padding,
+    }
+    .map(&this.slice, &device, l)?;
+    let col = CudaStorage { slice: col, device };
+    let l_out = params.l_out();
+    let b = params.b_size;
+    let n = params.c_out;
+    let k = params.k_size * params.c_in;
+    let m = l_out;
+    let col_l = Layout::contiguous((b * m, k));
+    let res = if kernel_l.is_contiguous() {
+        let kernel_l =
+            Layout::contiguous_with_offset((n, k), kernel_l.start_offset()).transpose(0, 1)?;
+        col.matmul(kernel, (1, b * m, n, k), &col_l, &kernel_l)?
+    } else {
+        // Make the kernel contiguous if not already the case.
+        let mut kernel_c = unsafe {
+            this.device()
+                .alloc_uninit(kernel_l.shape(), kernel.dtype())?
+        };
+        kernel.copy_strided_src(&mut kernel_c, 0, kernel_l)?;
+        let kernel_l = Layout::contiguous_with_offset((n, k), 0).transpose(0, 1)?;
+        col.matmul(&kernel_c, (1, b * m, n, k), &col_l, &kernel_l)?
+    };
+    let res_l = Layout::contiguous((b, l_out, n)).transpose(1, 2)?;
+    let mut res_t = unsafe { this.device().alloc_uninit(res_l.shape(), res.dtype())? };
+    res.copy_strided_src(&mut res_t, 0, &res_l)?;
+    Ok(res_t)
+}
+
+// candle-bind's patch: Candle's own conv2d (im2col + cuBLAS), also the fallback of the cuDNN build
+// when libcudnn cannot be loaded.
+fn conv2d_im2col(
+    this: &CudaStorage,
+    l: &Layout,
+    kernel: &CudaStorage,
+    kernel_l: &Layout,
+    params: &crate::conv::ParamsConv2D,
+) -> Result<CudaStorage> {
+    const USE_IM2COL_CONV2D: bool = true;
+
+    let device = this.device().clone();
+    if !USE_IM2COL_CONV2D {
+        let slice = Conv2D(params).map(&this.slice, l, &kernel.slice, kernel_l, &device)?;
+        return Ok(CudaStorage { slice, device });
+    }
+
+    let col = Im2Col {
+        h_k: params.k_h,
+        w_k: params.k_w,
+        stride: params.stride,
+        dilation: params.dilation,
+        padding: params.padding,
+    }
+    .map(&this.slice, &device, l)?;
+    let col = CudaStorage { slice: col, device };
+    let h_out = params.out_h();
+    let w_out = params.out_w();
+    let b = params.b_size;
+    let n = params.c_out;
+    let k = params.k_h * params.k_w * params.c_in;
+    let m = h_out * w_out;
+    let col_l = Layout::contiguous((b * m, k));
+    let res = if kernel_l.is_contiguous() {
+        let kernel_l =
+            Layout::contiguous_with_offset((n, k), kernel_l.start_offset()).transpose(0, 1)?;
+        col.matmul(kernel, (1, b * m, n, k), &col_l, &kernel_l)?
+    } else {
+        // Make the kernel contiguous if not already the case. copy_strided_src writes the
+        // materialized kernel starting at offset 0, so the matmul layout must use offset 0,
+        // not the original (strided) kernel's start offset.
+        let mut kernel_c = unsafe {
+            this.device()
+                .alloc_uninit(kernel_l.shape(), kernel.dtype())?
+        };
+        kernel.copy_strided_src(&mut kernel_c, 0, kernel_l)?;
+        let kernel_l = Layout::contiguous_with_offset((n, k), 0).transpose(0, 1)?;
+        col.matmul(&kernel_c, (1, b * m, n, k), &col_l, &kernel_l)?
+    };
+    let res_l = Layout::contiguous((b, h_out, w_out, n))
+        .transpose(1, 2)?
+        .transpose(1, 3)?;
+    let mut res_t = unsafe { this.device().alloc_uninit(res_l.shape(), res.dtype())? };
+    res.copy_strided_src(&mut res_t, 0, &res_l)?;
+    Ok(res_t)
 }
