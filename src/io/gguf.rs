@@ -243,13 +243,18 @@ fn gguf_qtensor(dt: GgmlDType, raw: &[u8], dims: Vec<usize>) -> PyResult<QTensor
 
 /// A CPU QTensor of GGML blocks `raw` (whole blocks for `dims`, checked by Candle).
 pub fn qtensor_from_bytes(dt: GgmlDType, raw: &[u8], dims: Vec<usize>) -> candle_core::Result<QTensor> {
+    qtensor_from_bytes_on(dt, raw, dims, &Device::Cpu)
+}
+
+/// `qtensor_from_bytes` with the blocks placed on `device`.
+pub fn qtensor_from_bytes_on(dt: GgmlDType, raw: &[u8], dims: Vec<usize>, device: &Device) -> candle_core::Result<QTensor> {
     // Candle reads the blocks with aligned loads: copy into an 8-byte aligned buffer first.
     let mut buf = vec![0u64; raw.len().div_ceil(8)];
     // SAFETY: buf has at least raw.len() bytes.
     unsafe { std::ptr::copy_nonoverlapping(raw.as_ptr(), buf.as_mut_ptr() as *mut u8, raw.len()) };
     // SAFETY: viewing the u64 buffer's first raw.len() bytes as bytes.
     let bytes = unsafe { std::slice::from_raw_parts(buf.as_ptr() as *const u8, raw.len()) };
-    candle_core::quantized::ggml_file::qtensor_from_ggml(dt, bytes, dims, &Device::Cpu)
+    candle_core::quantized::ggml_file::qtensor_from_ggml(dt, bytes, dims, device)
 }
 
 /// Quantizes a float tensor to a GGML dtype (rows must be whole blocks along the last dim).

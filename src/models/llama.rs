@@ -4,6 +4,11 @@
 //! reads each key/value head straight from that cache (no copy of k/v per query head, no
 //! concatenation per step). Follows candle-transformers' `quantized_llama` (and llama.cpp) in what
 //! it computes: RMSNorm, interleaved RoPE, SwiGLU MLP, tied output when `output.weight` is absent.
+//!
+//! On a GPU the weights live there in the file's quantization (Candle's CUDA quantized matmuls:
+//! mat-vec kernels for a decoded token, dequantize + cuBLAS for a prompt), the KV cache is a device
+//! tensor per layer, and attention is two batched matmuls around candle-nn's fused softmax; only
+//! the embedding rows of the new tokens are uploaded per step.
 
 use candle_core::quantized::{gguf_file, QMatMul};
 use candle_core::{DType, Device, Module, Result, Tensor};
@@ -37,6 +42,8 @@ struct Layer {
     k: Vec<f32>,
     v: Vec<f32>,
     cap: usize,
+    /// The same on a GPU: (kv heads, cap, head_dim) device tensors.
+    kv_dev: Option<(Tensor, Tensor)>,
 }
 
 pub struct Llama {
@@ -50,6 +57,9 @@ pub struct Llama {
     sin: Vec<f32>,
     /// Positions held in the KV caches.
     len: usize,
+    dev: Device,
+    /// cos/sin on the GPU, (max_pos, rope_dim / 2); None on the CPU.
+    rope_dev: Option<(Tensor, Tensor)>,
 }
 
 /// A raw pointer that worker threads write disjoint parts of.
@@ -60,15 +70,21 @@ unsafe impl Send for OutPtr {}
 unsafe impl Sync for OutPtr {}
 
 impl Llama {
-    pub fn load<R: std::io::Read + std::io::Seek>(ct: &gguf_file::Content, r: &mut R, cfg: Config, n_layers: usize) -> Result<Self> {
+    /// Reads the weights onto `device` (read on the host first: stacked projections are joined there).
+    pub fn load<R: std::io::Read + std::io::Seek>(ct: &gguf_file::Content, r: &mut R, cfg: Config, n_layers: usize,
+                                                  device: &Device) -> Result<Self> {
         let dev = Device::Cpu;
         let q = |r: &mut R, name: &str| ct.tensor(r, name, &dev);
-        let mm = |r: &mut R, name: &str| -> Result<QMatMul> { QMatMul::from_qtensor(q(r, name)?) };
-        let vec = |r: &mut R, name: &str| -> Result<Tensor> { q(r, name)?.dequantize(&dev) };
+        let mm = |r: &mut R, name: &str| -> Result<QMatMul> { QMatMul::from_qtensor(onto(q(r, name)?, device)?) };
+        let vec = |r: &mut R, name: &str| -> Result<Tensor> { q(r, name)?.dequantize(&dev)?.to_device(device) };
         let embed_q = q(r, "token_embd.weight")?;
         // Rows are looked up, not multiplied: kept in the file's quantization, dequantized per token.
         let embed = Embedding::new(&embed_q)?;
-        let output = if ct.tensor_infos.contains_key("output.weight") { mm(r, "output.weight")? } else { QMatMul::from_qtensor(embed_q)? };
+        let output = if ct.tensor_infos.contains_key("output.weight") {
+            mm(r, "output.weight")?
+        } else {
+            QMatMul::from_qtensor(onto(embed_q, device)?)?
+        };
         let norm = vec(r, "output_norm.weight")?;
         let mut layers = Vec::with_capacity(n_layers);
         for i in 0..n_layers {
@@ -79,15 +95,16 @@ impl Llama {
                 candle_core::bail!("blk.{i}: attention weights of {nq}/{nkv} rows for {} heads of {}", cfg.n_head, cfg.head_dim)
             }
             layers.push(Layer {
-                qkv: Stacked::new(qkv)?,
+                qkv: Stacked::new(qkv, device)?,
                 wo: mm(r, &p("attn_output"))?,
-                gate_up: Stacked::new([q(r, &p("ffn_gate"))?, q(r, &p("ffn_up"))?])?,
+                gate_up: Stacked::new([q(r, &p("ffn_gate"))?, q(r, &p("ffn_up"))?], device)?,
                 down: mm(r, &p("ffn_down"))?,
                 attn_norm: vec(r, &p("attn_norm"))?,
                 ffn_norm: vec(r, &p("ffn_norm"))?,
                 k: Vec::new(),
                 v: Vec::new(),
                 cap: 0,
+                kv_dev: None,
             });
         }
         // θᵢ = base^(-2i / rope_dim), in f32 as Candle's and llama.cpp's tables.
@@ -101,7 +118,14 @@ impl Llama {
                 sin.push(a.sin());
             }
         }
-        Ok(Llama { cfg, embed, layers, norm, output, cos, sin, len: 0 })
+        // The device path also runs on the CPU in the generic test mode (CANDLE_BIND_GENERIC=1).
+        let rope_dev = if device.is_cpu() && !crate::device::generic() {
+            None
+        } else {
+            let table = |v: &Vec<f32>| Tensor::from_slice(v, (cfg.max_pos, half), device);
+            Some((table(&cos)?, table(&sin)?))
+        };
+        Ok(Llama { cfg, embed, layers, norm, output, cos, sin, len: 0, dev: device.clone(), rope_dev })
     }
 
     pub fn max_positions(&self) -> usize {
@@ -116,7 +140,7 @@ impl Llama {
     pub fn clear(&mut self) {
         self.len = 0;
         for l in &mut self.layers {
-            (l.k, l.v, l.cap) = (Vec::new(), Vec::new(), 0);
+            (l.k, l.v, l.cap, l.kv_dev) = (Vec::new(), Vec::new(), 0, None);
         }
     }
 
@@ -130,12 +154,12 @@ impl Llama {
         if s == 0 || start + s > self.cfg.max_pos {
             candle_core::bail!("positions {start}..{} are outside 0..{}", start + s, self.cfg.max_pos)
         }
-        let mut x = self.embed.rows(tokens)?;
+        let mut x = self.embed.rows(tokens)?.to_device(&self.dev)?;
         let eps = self.cfg.eps;
         for i in 0..self.layers.len() {
             let h = candle_nn::ops::rms_norm(&x, &self.layers[i].attn_norm, eps)?;
             let qkv = self.layers[i].qkv.forward(&h)?;
-            let a = self.attend(i, &qkv, start)?;
+            let a = if self.rope_dev.is_none() { self.attend(i, &qkv, start)? } else { self.attend_device(i, &qkv, start)? };
             let l = &self.layers[i];
             x = (x + l.wo.forward(&a)?)?;
             let h = candle_nn::ops::rms_norm(&x, &l.ffn_norm, eps)?;
@@ -240,6 +264,74 @@ impl Llama {
         }
         Tensor::from_vec(out, (s, n_head * d), &Device::Cpu)
     }
+
+    /// `attend` on a GPU: the same computation as device tensor ops (q and k rotated by candle-nn's
+    /// interleaved RoPE kernel, k and v written into the layer's device cache, each key/value head's
+    /// query heads batched into one matmul against it).
+    fn attend_device(&mut self, layer: usize, qkv: &Tensor, start: usize) -> Result<Tensor> {
+        let Config { n_head, n_kv_head: n_kv, head_dim: d, rope_dim, .. } = self.cfg;
+        let s = qkv.dim(0)?;
+        let (nq, nk) = (n_head * d, n_kv * d);
+        // (heads, s, d) each
+        let split = |at: usize, heads: usize| -> Result<Tensor> {
+            qkv.narrow(1, at, heads * d)?.reshape((s, heads, d))?.transpose(0, 1)?.contiguous()
+        };
+        let (q, k, v) = (split(0, n_head)?, split(nq, n_kv)?, split(nq + nk, n_kv)?);
+        let (cos, sin) = self.rope_dev.as_ref().ok_or_else(|| candle_core::Error::Msg("no rotary tables".into()))?;
+        let (cos, sin) = (cos.narrow(0, start, s)?, sin.narrow(0, start, s)?);
+        let rotate = |x: Tensor| -> Result<Tensor> {
+            let x = x.unsqueeze(0)?;
+            let r = if rope_dim == d {
+                candle_nn::rotary_emb::rope_i(&x, &cos, &sin)?
+            } else {
+                let head = candle_nn::rotary_emb::rope_i(&x.narrow(3, 0, rope_dim)?.contiguous()?, &cos, &sin)?;
+                Tensor::cat(&[head, x.narrow(3, rope_dim, d - rope_dim)?], 3)?
+            };
+            r.squeeze(0)
+        };
+        let (q, k) = (rotate(q)?, rotate(k)?.contiguous()?);
+        let total = start + s;
+        let max_pos = self.cfg.max_pos;
+        let l = &mut self.layers[layer];
+        if total > l.cap {
+            let cap = total.next_power_of_two().max(256).min(max_pos).max(total);
+            let (nk_, nv_) = (Tensor::zeros((n_kv, cap, d), DType::F32, &self.dev)?, Tensor::zeros((n_kv, cap, d), DType::F32, &self.dev)?);
+            if let Some((ok, ov)) = &l.kv_dev {
+                if start > 0 {
+                    nk_.slice_set(&ok.narrow(1, 0, start)?.contiguous()?, 1, 0)?;
+                    nv_.slice_set(&ov.narrow(1, 0, start)?.contiguous()?, 1, 0)?;
+                }
+            }
+            (l.kv_dev, l.cap) = (Some((nk_, nv_)), cap);
+        }
+        let (kc, vc) = l.kv_dev.as_ref().ok_or_else(|| candle_core::Error::Msg("no KV cache".into()))?;
+        kc.slice_set(&k, 1, start)?;
+        vc.slice_set(&v.contiguous()?, 1, start)?;
+        let (kk, vv) = (kc.narrow(1, 0, total)?, vc.narrow(1, 0, total)?);
+        let group = n_head / n_kv;
+        // Query head h = g·group + j reads key/value head g: (kv heads, group·s, d) against (kv heads, total, d).
+        let qg = q.reshape((n_kv, group * s, d))?;
+        let mut scores = (qg.matmul(&kk.t()?)? * (1.0 / (d as f64).sqrt()))?;
+        if s > 1 {
+            // query start+i sees keys 0..=start+i
+            let mask: Vec<f32> = (0..s)
+                .flat_map(|i| (0..total).map(move |j| if j <= start + i { 0.0 } else { f32::NEG_INFINITY }))
+                .collect();
+            let mask = Tensor::from_vec(mask, (s, total), &self.dev)?;
+            scores = scores.reshape((n_kv, group, s, total))?.broadcast_add(&mask)?.reshape((n_kv, group * s, total))?;
+        }
+        let probs = candle_nn::ops::softmax_last_dim(&scores)?;
+        let out = probs.matmul(&vv)?; // (kv heads, group·s, d) = (heads, s, d)
+        out.reshape((n_head, s, d))?.transpose(0, 1)?.reshape((s, n_head * d))
+    }
+}
+
+/// `t` (read on the host) placed on `device` in its quantization.
+fn onto(t: QTensor, device: &Device) -> Result<QTensor> {
+    if device.is_cpu() {
+        return Ok(t);
+    }
+    crate::io::gguf::qtensor_from_bytes_on(t.dtype(), &t.data()?, t.shape().dims().to_vec(), device)
 }
 
 /// Projections of one input whose outputs are used side by side: one matrix when the weights share
@@ -251,7 +343,7 @@ enum Stacked {
 }
 
 impl Stacked {
-    fn new<const N: usize>(ts: [QTensor; N]) -> Result<Self> {
+    fn new<const N: usize>(ts: [QTensor; N], device: &Device) -> Result<Self> {
         let cols = ts[0].shape().dims2()?.1;
         for t in &ts {
             if t.shape().dims2()?.1 != cols {
@@ -259,9 +351,9 @@ impl Stacked {
             }
         }
         if ts.iter().all(|t| t.dtype() == ts[0].dtype()) {
-            return Ok(Stacked::One(QMatMul::from_qtensor(stack_rows(&ts)?)?));
+            return Ok(Stacked::One(QMatMul::from_qtensor(onto(stack_rows(&ts)?, device)?)?));
         }
-        Ok(Stacked::Each(ts.into_iter().map(QMatMul::from_qtensor).collect::<Result<_>>()?))
+        Ok(Stacked::Each(ts.into_iter().map(|t| QMatMul::from_qtensor(onto(t, device)?)).collect::<Result<_>>()?))
     }
 
     fn forward(&self, x: &Tensor) -> Result<Tensor> {

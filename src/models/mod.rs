@@ -136,7 +136,9 @@ impl PyGgufLlama {
 #[pymethods]
 impl PyGgufLlama {
     #[new]
-    fn new(py: Python<'_>, path: std::path::PathBuf) -> PyResult<Self> {
+    #[pyo3(signature = (path, device=None))]
+    fn new(py: Python<'_>, path: std::path::PathBuf, device: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+        let device = crate::device::opt_device(device)?;
         let f = std::fs::File::open(&path)?;
         // SAFETY: read-only map; the file must not be truncated while we read it.
         let map = unsafe { memmap2::Mmap::map(&f)? };
@@ -159,7 +161,7 @@ impl PyGgufLlama {
             guarded("loading the GGUF model", || {
                 let mut file = std::io::BufReader::new(f);
                 let content = gguf_file::Content::read(&mut file)?;
-                Llama::load(&content, &mut file, cfg, n_layers)
+                Llama::load(&content, &mut file, cfg, n_layers, &device)
             })
         })?;
         Ok(PyGgufLlama { model: Mutex::new(model), metadata: meta.unbind(), vocab_size })

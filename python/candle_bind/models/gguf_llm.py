@@ -15,10 +15,11 @@ class GGUFCausalLM:
     `generate`/`stream` produce tokens, `tokenizer` encodes and decodes text."""
 
     def __init__(self, path, device=None):
-        if device is not None and str(device) != "cpu":
-            raise NotImplementedError(f"candle_bind.models runs on the CPU in this build, not on {device!r}")
+        # device: "cpu" (default) or "cuda[:n]" (a CUDA build): the weights stay in the file's
+        # quantization there, the KV cache lives on the device, logits come back as device tensors.
         self.path = os.fspath(path)
-        self._model = _C.GgufLlama(self.path)
+        self.device = _C.device(str(device)) if device is not None else _C.device("cpu")
+        self._model = _C.GgufLlama(self.path, self.device)
         self.metadata = self._model.metadata
         self.architecture: str = self.metadata.get("general.architecture", "")
         self.vocab_size: int = self._model.vocab_size
@@ -27,7 +28,7 @@ class GGUFCausalLM:
     def __reduce__(self):
         # Pickles as its path (Ray and multiprocessing ship models this way): the file is read again there,
         # with a fresh KV cache.
-        return (GGUFCausalLM, (self.path,))
+        return (GGUFCausalLM, (self.path, str(self.device)))
 
     @property
     def tokenizer(self) -> GGUFTokenizer:
