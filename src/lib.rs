@@ -127,7 +127,7 @@ mod candle_bind_c {
     #[pymodule_export]
     use crate::io::mapped::{is_mapped, mapped_count, read_storage};
     #[pymodule_export]
-    use crate::nn::attention::sdpa;
+    use crate::nn::attention::{flash_attention, sdpa};
     #[pymodule_export]
     use crate::nn::conv::{conv, conv_transpose};
     #[pymodule_export]

@@ -64,6 +64,27 @@ pub fn sdpa(q: &PyTensor, k: &PyTensor, v: &PyTensor, mask: Option<&PyTensor>, c
     Ok(PyTensor::new(t, q.dtype))
 }
 
+/// Fused attention on the GPU (`cuda::flash`: tensor cores, memory linear in the length) for q
+/// (B, Hq, Lq, D) and k/v (B, Hkv, Lk, D) with Hkv dividing Hq (GQA), 16-bit floats; `mask` bool
+/// (true = attend) or additive, broadcastable to (B, Hq, Lq, Lk). None where it does not apply
+/// (other devices, dtypes or head dims): the caller then takes `sdpa`.
+#[pyfunction]
+#[pyo3(signature = (q, k, v, mask, causal, scale))]
+#[allow(unused_variables)]
+pub fn flash_attention(q: &PyTensor, k: &PyTensor, v: &PyTensor, mask: Option<&PyTensor>, causal: bool, scale: f64) -> PyResult<Option<PyTensor>> {
+    #[cfg(feature = "cuda")]
+    {
+        let mut ts = vec![&q.t, &k.t, &v.t];
+        ts.extend(mask.map(|m| &m.t));
+        crate::device::common(&ts)?;
+        let m = mask.map(|m| (&m.t, m.dtype == DType::Bool));
+        if let Some(t) = crate::cuda::flash(&q.t, &k.t, &v.t, m, causal, scale)? {
+            return Ok(Some(PyTensor::new(t, q.dtype)));
+        }
+    }
+    Ok(None)
+}
+
 /// `sdpa` on other devices: q·kᵀ (cuBLAS), the masks, candle-nn's fused softmax and ·v, with the
 /// scores as one (B, L, S) tensor (torch's math path; a flash kernel would not need them).
 fn sdpa_dev(q: &PyTensor, k: &PyTensor, v: &PyTensor, mask: Option<&PyTensor>, causal: bool, scale: f64) -> PyResult<PyTensor> {

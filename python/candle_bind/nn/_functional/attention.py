@@ -68,6 +68,12 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
                          "Dimension out of range (expected to be in range of [-1, 0], but got -2)")
     L, S = query.shape[-2], key.shape[-2]
     scale_factor = (1 / math.sqrt(query.shape[-1]) if query.shape[-1] else 1.0) if scale is None else scale
+    if dropout_p == 0.0 and query.dim() == 4 and query.device.type == "cuda" and \
+            (enable_gqa or key.dim() != 4 or key.shape[1] == query.shape[1]):
+        # The fused GPU kernel (bf16/f16, common head dims; GQA without repeating k and v).
+        out = _C.flash_attention(query, key, value, attn_mask, bool(is_causal), float(scale_factor))
+        if out is not None:
+            return out
     if enable_gqa and query.dim() >= 3 and key.shape[-3] != query.shape[-3]:
         rep = query.shape[-3] // key.shape[-3]
         key = key.repeat_interleave(rep, dim=-3)
