@@ -10,7 +10,8 @@ Rows:
 - qwen2-0.5b, qwen2-1.5b: transformers' Qwen2 in bfloat16 with seeded random weights of the real
   models' shapes (built once by torch and saved; both sides load the same files): prefill of 512 and
   2048 tokens, greedy decode of 128 new tokens at batch 1 and 8 (tokens/s).
-- sdpa: F.scaled_dot_product_attention, causal, bf16, 16 heads of 128, at 2k and 8k tokens.
+- sdpa: F.scaled_dot_product_attention, causal, bf16, 16 heads of 128, at 2k and 8k tokens; and
+  decoding one token (14 query heads, 2 key/value heads of 64: GQA) against a 16k-token cache.
 - minilm: a BERT of all-MiniLM-L6-v2's shape (seeded weights), forward of batch 256 x 128 tokens.
 - gguf: candle_bind.models on a SmolLM2-135M-shaped Q8_0 GGUF (seeded weights): greedy decode on
   the GPU against the same engine on the CPU (all cores), and against transformers on torch (bf16,
@@ -127,6 +128,14 @@ def worker(row, folder, quick):
             o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
             out[f"sdpa {n} ms"] = timed(torch, lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True), 5) * 1e3
             out[f"check {n}"] = o[0, :, -1].float().sum().item()
+        # decoding: one query token of 14 heads against a cache of 2 key/value heads (Qwen2-0.5B's GQA)
+        n = 1024 if SMOKE else 16384
+        g = torch.Generator().manual_seed(0)
+        q = torch.randn(1, 14, 1, 64, generator=g).to(dev).to(torch.bfloat16)
+        k, v = (torch.randn(1, 2, n, 64, generator=g).to(dev).to(torch.bfloat16) for _ in range(2))
+        o = F.scaled_dot_product_attention(q, k, v, enable_gqa=True)
+        out[f"sdpa decode gqa {n} ms"] = timed(torch, lambda: F.scaled_dot_product_attention(q, k, v, enable_gqa=True), 5) * 1e3
+        out["check decode"] = o.float().sum().item()
     elif row == "minilm":
         import transformers
 
@@ -268,7 +277,7 @@ def main():
             g, cpu, hf = c["gguf cuda tok/s"], c["gguf cpu tok/s"], t.get("transformers bf16 tok/s")
             print(f"  GGUF on the GPU: {g / cpu:.2f}x our CPU decode"
                   + (f", {g / hf:.2f}x transformers-on-torch bf16 decode" if hf else ""))
-        for key in ("check", "check 2048", "check 8192"):
+        for key in ("check", "check 2048", "check 8192", "check decode"):
             if key in t and key in c:
                 print(f"  {key}: torch {t[key]:.5g}, candle_bind {c[key]:.5g}")
 

@@ -49,7 +49,8 @@ def test_head_dims_and_causal(dtype, d, causal):
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
-@pytest.mark.parametrize("lq,lk,causal", [(1, 300, False), (1, 1000, False), (7, 300, True), (300, 70, True), (65, 129, False)])
+@pytest.mark.parametrize("lq,lk,causal", [(1, 300, False), (1, 1000, False), (1, 5000, False), (7, 300, True),
+                                          (300, 70, True), (65, 129, False), (200, 200, True)])
 def test_lengths_decode_and_gqa(dtype, lq, lk, causal):
     q, k, v = _inputs(2, 14, 2, lq, lk, 64, dtype)  # Qwen2-0.5B's heads: 7 query heads per key/value head
     _check(q, k, v, dtype, is_causal=causal)

@@ -14,8 +14,13 @@ const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/attention.ptx"));
 
 /// Head dims with a compiled kernel.
 const HEAD_DIMS: [usize; 4] = [64, 80, 96, 128];
-/// Query rows per block (the kernel's BM).
-const ROWS_PER_BLOCK: usize = 64;
+/// Query rows per block (the kernel's BM), threads per block, keys per tile (BN).
+const ROWS_PER_BLOCK: usize = 128;
+const THREADS: u32 = 256;
+const KEYS_PER_TILE: usize = 64;
+/// Blocks that keep every multiprocessor busy: fewer (decoding: one row tile per head) and the keys
+/// are split over more blocks.
+const BUSY_BLOCKS: usize = 256;
 
 #[repr(C)]
 #[derive(Clone, Copy, Default)]
@@ -39,6 +44,9 @@ struct Params {
     m: Strides,
     scale_log2: f32,
     causal: i32,
+    splits: i32,
+    tiles_per_split: i32,
+    hkv: i32,
 }
 // SAFETY: plain #[repr(C)] data, laid out as the kernel's `Params`.
 unsafe impl DeviceRepr for Params {}
@@ -123,6 +131,18 @@ pub fn flash(q: &Tensor, k: &Tensor, v: &Tensor, mask: Option<(&Tensor, bool)>, 
         (Some(a), Some(b), Some(c)) => (a, b, c),
         _ => return Ok(None),
     };
+    // Split-KV when the row tiles alone leave the GPU idle (decoding against a long cache).
+    let rows = hq / hkv * lq;
+    let row_tiles = rows.div_ceil(ROWS_PER_BLOCK);
+    let ntiles = lk.div_ceil(KEYS_PER_TILE);
+    let blocks = row_tiles * hkv * b;
+    let (splits, per_split) = if blocks < BUSY_BLOCKS / 2 && ntiles >= 4 {
+        let want = (BUSY_BLOCKS / blocks).clamp(1, ntiles / 2);
+        let per = ntiles.div_ceil(want);
+        (ntiles.div_ceil(per), per)
+    } else {
+        (1, ntiles)
+    };
     let params = Params {
         lq: lq as i32,
         lk: lk as i32,
@@ -135,17 +155,27 @@ pub fn flash(q: &Tensor, k: &Tensor, v: &Tensor, mask: Option<(&Tensor, bool)>, 
         m: mask.as_ref().map(|(_, s)| *s).unwrap_or_default(),
         scale_log2: (scale * std::f64::consts::LOG2_E) as f32,
         causal: causal as i32,
+        splits: splits as i32,
+        tiles_per_split: per_split as i32,
+        hkv: hkv as i32,
     };
-    let name = format!("flash_fwd_{}_{d}", if dt == DType::BF16 { "bf16" } else { "f16" });
-    let grid = ((hq / hkv * lq).div_ceil(ROWS_PER_BLOCK) as u32, hkv as u32, b as u32);
-    let op = Flash { name, params, grid, mask: mask.map(|(m, _)| m), out_dims: vec![b, hq, lq, d] };
+    let suffix = format!("{}_{d}", if dt == DType::BF16 { "bf16" } else { "f16" });
+    let grid = ((row_tiles * splits) as u32, hkv as u32, b as u32);
+    // K and V tiles, double-buffered, rows padded by 8 elements.
+    let smem = (4 * KEYS_PER_TILE * (d + 8) * 2) as u32;
+    let workspace = if splits > 1 { b * hkv * splits * rows * (d + 2) } else { 0 };
+    let op = Flash { suffix, params, grid, smem, workspace, batch: b, mask: mask.map(|(m, _)| m), out_dims: vec![b, hq, lq, d] };
     Ok(Some(q.apply_op3_no_bwd(&k, &v, &op).py()?))
 }
 
 struct Flash {
-    name: String,
+    suffix: String,
     params: Params,
     grid: (u32, u32, u32),
+    smem: u32,
+    /// f32 values of the split-KV partial results (0: no split).
+    workspace: usize,
+    batch: usize,
     mask: Option<Tensor>,
     out_dims: Vec<usize>,
 }
@@ -163,17 +193,24 @@ impl candle_core::CustomOp3 for Flash {
     fn cuda_fwd(
         &self, q: &CudaStorage, lq: &Layout, k: &CudaStorage, lk: &Layout, v: &CudaStorage, lv: &Layout,
     ) -> candle_core::Result<(CudaStorage, candle_core::Shape)> {
+        use candle_core::cuda::cudarc::driver::sys::CUfunction_attribute_enum as Attr;
         let dev = q.device().clone();
         let n: usize = self.out_dims.iter().product();
-        let func = dev.get_or_load_custom_func(&self.name, "candle_bind_attention", PTX)?;
+        let func = dev.get_or_load_custom_func(&format!("flash_fwd_{}", self.suffix), "candle_bind_attention", PTX)?;
+        let err = |e: candle_core::cuda::cudarc::driver::DriverError| candle_core::Error::Msg(format!("CUDA error: {e}"));
+        // More than the default 48 KiB of dynamic shared memory is asked for explicitly.
+        func.set_attribute(Attr::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, self.smem as i32).map_err(err)?;
         let mask_guard = self.mask.as_ref().map(|m| m.storage_and_layout());
-        let cfg = LaunchConfig { grid_dim: self.grid, block_dim: (128, 1, 1), shared_mem_bytes: 0 };
+        let cfg = LaunchConfig { grid_dim: self.grid, block_dim: (THREADS, 1, 1), shared_mem_bytes: self.smem };
+        // SAFETY: written in full by the kernel before flash_combine reads it.
+        let ws = if self.workspace > 0 { Some(unsafe { dev.alloc::<f32>(self.workspace)? }) } else { None };
         macro_rules! launch {
             ($t:ty) => {{
                 let qv = q.as_cuda_slice::<$t>()?.slice(lq.start_offset()..);
                 let kv = k.as_cuda_slice::<$t>()?.slice(lk.start_offset()..);
                 let vv = v.as_cuda_slice::<$t>()?.slice(lv.start_offset()..);
-                // SAFETY: every element is written by the kernel (each valid row's D values).
+                // SAFETY: every element is written (each valid row's D values), by the kernel or by
+                // flash_combine.
                 let out = unsafe { dev.alloc::<$t>(n)? };
                 let mut b = func.builder();
                 b.arg(&qv);
@@ -192,11 +229,28 @@ impl candle_core::CustomOp3 for Flash {
                         b.arg(&null);
                     }
                 }
+                match &ws {
+                    Some(w) => b.arg(w),
+                    None => b.arg(&null),
+                };
                 b.arg(&self.params);
                 // SAFETY: q/k/v hold (B, H, L, D) at the strides in params (checked on the host, 16-byte
                 // groups), the mask (when given) covers the broadcast (B, Hq, Lq, Lk) at its strides,
-                // out holds B·Hq·Lq·D values.
-                unsafe { b.launch(cfg) }.map_err(|e| candle_core::Error::Msg(format!("CUDA error: {e}")))?;
+                // out holds B·Hq·Lq·D values, the workspace every split's partial rows.
+                unsafe { b.launch(cfg) }.map_err(err)?;
+                if let Some(w) = &ws {
+                    let combine = dev.get_or_load_custom_func(&format!("flash_combine_{}", self.suffix), "candle_bind_attention", PTX)?;
+                    let mut c = combine.builder();
+                    c.arg(w);
+                    c.arg(&out);
+                    c.arg(&self.params);
+                    let batch = self.batch as i32;
+                    c.arg(&batch);
+                    let blocks = n.div_ceil(256).min(65535) as u32;
+                    let cc = LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+                    // SAFETY: reads the workspace the launch above wrote, writes the n outputs.
+                    unsafe { c.launch(cc) }.map_err(err)?;
+                }
                 CudaStorage::wrap_cuda_slice(out, dev.clone())
             }};
         }

@@ -114,6 +114,8 @@ pub fn write(dst: &Tensor, target: Target<'_>, values: &Tensor) -> PyResult<()> 
                 DType::BF16 => launch!(half::bf16),
                 DType::U32 => launch!(u32),
                 DType::F32 => launch!(f32),
+                DType::I16 => launch!(i16),
+                DType::I32 => launch!(i32),
                 DType::I64 => launch!(i64),
                 DType::F64 => launch!(f64),
                 d => candle_core::bail!("in-place writes into {d:?} CUDA tensors are not supported"),

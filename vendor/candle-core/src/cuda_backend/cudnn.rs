@@ -15,12 +15,14 @@ thread_local! {
     static ALGOS: RefCell<HashMap<Vec<i64>, (cudarc::cudnn::sys::cudnnConvolutionFwdAlgo_t, usize)>> = HashMap::new().into();
 }
 
-/// candle-bind's patch: whether libcudnn can be loaded (the nvidia-cudnn package's library, preloaded
-/// by candle_bind at import): without it convolutions take Candle's im2col path instead of panicking.
+/// candle-bind's patch: whether convolutions go through cuDNN: asked for with CANDLE_BIND_CUDNN=1 and
+/// libcudnn loadable (the nvidia-cudnn package's library, preloaded by candle_bind at import); else
+/// Candle's im2col path. Opt-in: in a process where torch has used its own cuDNN first, the library
+/// cudarc loads by name can fail to load its sub-libraries (seen on an H200 machine).
 pub fn available() -> bool {
     static PRESENT: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *PRESENT.get_or_init(|| {
-        std::env::var_os("CANDLE_BIND_NO_CUDNN").is_none() && unsafe { cudarc::cudnn::sys::is_culib_present() }
+        std::env::var("CANDLE_BIND_CUDNN").is_ok_and(|v| v == "1") && unsafe { cudarc::cudnn::sys::is_culib_present() }
     })
 }
 

@@ -90,6 +90,9 @@ pub trait Map3 {
         let out = match (s1, s2, s3) {
             (S::U8(s1), S::U8(s2), S::U8(s3)) => S::U8(self.f(s1, l1, s2, l2, s3, l3, d)?),
             (S::U32(s1), S::U32(s2), S::U32(s3)) => S::U32(self.f(s1, l1, s2, l2, s3, l3, d)?),
+            // candle-bind's patch: int16/int32 storage.
+            (S::I16(s1), S::I16(s2), S::I16(s3)) => S::I16(self.f(s1, l1, s2, l2, s3, l3, d)?),
+            (S::I32(s1), S::I32(s2), S::I32(s3)) => S::I32(self.f(s1, l1, s2, l2, s3, l3, d)?),
             (S::I64(s1), S::I64(s2), S::I64(s3)) => S::I64(self.f(s1, l1, s2, l2, s3, l3, d)?),
             (S::BF16(s1), S::BF16(s2), S::BF16(s3)) => S::BF16(self.f(s1, l1, s2, l2, s3, l3, d)?),
             (S::F16(s1), S::F16(s2), S::F16(s3)) => S::F16(self.f(s1, l1, s2, l2, s3, l3, d)?),
@@ -181,6 +184,9 @@ pub trait Map2Any {
         let out = match (s1, s2) {
             (S::U8(s1), S::U8(s2)) => self.f(s1, l1, s2, l2, d)?,
             (S::U32(s1), S::U32(s2)) => self.f(s1, l1, s2, l2, d)?,
+            // candle-bind's patch: int16/int32 comparisons (their kernels are candle-bind's).
+            (S::I16(s1), S::I16(s2)) => self.f(s1, l1, s2, l2, d)?,
+            (S::I32(s1), S::I32(s2)) => self.f(s1, l1, s2, l2, d)?,
             (S::I64(s1), S::I64(s2)) => self.f(s1, l1, s2, l2, d)?,
             (S::BF16(s1), S::BF16(s2)) => self.f(s1, l1, s2, l2, d)?,
             (S::F16(s1), S::F16(s2)) => self.f(s1, l1, s2, l2, d)?,
