@@ -157,11 +157,11 @@ def test_generate_stream_stop_and_sampling(llm):
         llm.generate([], max_new_tokens=2)
 
 
-def _tiny_llama(path, quantize=(), **meta_over):
+def _tiny_llama(path, quantize=(), vocab=32, **meta_over):
     """A 2-block llama GGUF with random f32 weights (vocab 32, width 64); tensors whose names end
     with one of `quantize` are stored as Q8_0."""
     cb.manual_seed(0)
-    d, ff, vocab, blocks = 64, 96, 32, 2
+    d, ff, blocks = 64, 96, 2
     meta = {"general.architecture": "llama", "llama.block_count": blocks, "llama.embedding_length": d,
             "llama.feed_forward_length": ff, "llama.attention.head_count": 4, "llama.attention.head_count_kv": 2,
             "llama.rope.dimension_count": 16, "llama.attention.layer_norm_rms_epsilon": 1e-5,
@@ -199,8 +199,8 @@ def test_tiny_model_and_hostile_metadata(tmp_path):
     for name, over in bad.items():
         with pytest.raises(ValueError, match="invalid GGUF"):
             cb.models.from_gguf(_tiny_llama(tmp_path / "bad.gguf", **over))
-    with pytest.raises(NotImplementedError, match='"qwen2"'):
-        cb.models.from_gguf(_tiny_llama(tmp_path / "q.gguf", **{"general.architecture": "qwen2"}))
+    with pytest.raises(NotImplementedError, match='"gemma3"'):
+        cb.models.from_gguf(_tiny_llama(tmp_path / "q.gguf", **{"general.architecture": "gemma3"}))
     data = (tmp_path / "ok.gguf").read_bytes()
     (tmp_path / "cut.gguf").write_bytes(data[: len(data) // 2])
     with pytest.raises(ValueError, match="invalid GGUF"):
@@ -265,12 +265,15 @@ np.save(sys.argv[3], np.concatenate(rows))
 """
 
 
-@pytest.mark.parametrize("rope", [16, 8])
+@pytest.mark.parametrize("rope", [16, 8, "qwen2"])
 def test_device_path_matches_the_cpu_path(tmp_path, rope):
     """The GPU's forward (device KV cache, RoPE kernel, batched GQA matmuls) against the CPU's: in the
     generic test mode on any machine, and on CUDA where there is one."""
-    path = _tiny_llama(tmp_path / "tiny.gguf", quantize=("attn_q.weight", "ffn_up.weight"),
-                       **{"llama.rope.dimension_count": rope})
+    if rope == "qwen2":
+        path, _ = _tiny_qwen2(tmp_path / "tiny.gguf")
+    else:
+        path = _tiny_llama(tmp_path / "tiny.gguf", quantize=("attn_q.weight", "ffn_up.weight"),
+                           **{"llama.rope.dimension_count": rope})
     script = tmp_path / "run.py"
     script.write_text(_DEVICE_PATH_SCRIPT)
     runs = {}
@@ -286,3 +289,215 @@ def test_device_path_matches_the_cpu_path(tmp_path, rope):
         tol = 3e-2 if name == "cuda" else 2e-4
         np.testing.assert_allclose(runs[name], runs["cpu"], atol=tol, rtol=1e-3, err_msg=name)
         assert (runs[name].argmax(-1) == runs["cpu"].argmax(-1)).all()
+
+
+def _hf_to_gguf(model, arch, path, quantize=False):
+    """A transformers llama-family model's weights as a GGUF in llama.cpp's layout for `arch`: llama
+    rows of q/k permuted to interleaved rotary pairs (qwen2/qwen3 rotate NEOX-style: as they are),
+    q/k/v biases, q/k head norms, Llama 3's rope_freqs factors as llama.cpp's converter computes them.
+    Matrices as Q8_0 when `quantize`."""
+    import math
+
+    cfg = model.config
+    sd = {k: v.detach().float().numpy() for k, v in model.state_dict().items()}
+    mat = (lambda a: gguf.quantize(cb.from_numpy(a.copy()), "Q8_0")) if quantize else (lambda a: cb.from_numpy(a.copy()))
+    vec = lambda a: cb.from_numpy(a.copy())  # noqa: E731
+    heads, kv = cfg.num_attention_heads, cfg.num_key_value_heads
+    head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // heads
+
+    def permute(w, n):
+        if arch != "llama":
+            return w
+        return w.reshape(n, 2, w.shape[0] // n // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+
+    t = {"token_embd.weight": mat(sd["model.embed_tokens.weight"]), "output_norm.weight": vec(sd["model.norm.weight"])}
+    if "lm_head.weight" in sd and not cfg.tie_word_embeddings:
+        t["output.weight"] = mat(sd["lm_head.weight"])
+    for i in range(cfg.num_hidden_layers):
+        p, s = f"blk.{i}.", f"model.layers.{i}."
+        t.update({p + "attn_norm.weight": vec(sd[s + "input_layernorm.weight"]),
+                  p + "ffn_norm.weight": vec(sd[s + "post_attention_layernorm.weight"]),
+                  p + "attn_output.weight": mat(sd[s + "self_attn.o_proj.weight"]),
+                  p + "ffn_down.weight": mat(sd[s + "mlp.down_proj.weight"])})
+        if arch == "phi3":  # stacked as transformers keeps them
+            t[p + "attn_qkv.weight"] = mat(sd[s + "self_attn.qkv_proj.weight"])
+            t[p + "ffn_up.weight"] = mat(sd[s + "mlp.gate_up_proj.weight"])
+        else:
+            t.update({p + "attn_q.weight": mat(permute(sd[s + "self_attn.q_proj.weight"], heads)),
+                      p + "attn_k.weight": mat(permute(sd[s + "self_attn.k_proj.weight"], kv)),
+                      p + "attn_v.weight": mat(sd[s + "self_attn.v_proj.weight"]),
+                      p + "ffn_gate.weight": mat(sd[s + "mlp.gate_proj.weight"]),
+                      p + "ffn_up.weight": mat(sd[s + "mlp.up_proj.weight"])})
+        for x in "qkv":
+            if s + f"self_attn.{x}_proj.bias" in sd:
+                t[p + f"attn_{x}.bias"] = vec(sd[s + f"self_attn.{x}_proj.bias"])
+        for x in "qk":
+            if s + f"self_attn.{x}_norm.weight" in sd:
+                t[p + f"attn_{x}_norm.weight"] = vec(sd[s + f"self_attn.{x}_norm.weight"])
+    rope = dict(getattr(cfg, "rope_parameters", None) or {})
+    theta = float(getattr(cfg, "rope_theta", None) or rope["rope_theta"])
+    if rope.get("rope_type") == "llama3":  # convert_hf_to_gguf.py's LlamaModel.generate_extra_tensors
+        factor, lo, hi, old = rope["factor"], rope["low_freq_factor"], rope["high_freq_factor"], rope["original_max_position_embeddings"]
+        factors = []
+        for j in range(0, head_dim, 2):
+            wavelen = 2 * math.pi * theta ** (j / head_dim)
+            if wavelen < old / hi:
+                factors.append(1.0)
+            elif wavelen > old / lo:
+                factors.append(factor)
+            else:
+                smooth = (old / wavelen - lo) / (hi - lo)
+                factors.append(1 / ((1 - smooth) / factor + smooth))
+        t["rope_freqs.weight"] = cb.tensor(factors, dtype=cb.float32)
+    extra = {}
+    if rope.get("rope_type") == "longrope":  # convert_hf_to_gguf.py's Phi3MiniModel
+        orig = rope.get("original_max_position_embeddings") or cfg.original_max_position_embeddings
+        scale = cfg.max_position_embeddings / orig
+        t["rope_factors_long.weight"] = cb.tensor(rope["long_factor"], dtype=cb.float32)
+        t["rope_factors_short.weight"] = cb.tensor(rope["short_factor"], dtype=cb.float32)
+        extra = {f"{arch}.rope.scaling.attn_factor": math.sqrt(1 + math.log(scale) / math.log(orig)) if scale > 1 else 1.0,
+                 f"{arch}.rope.scaling.original_context_length": orig}
+    meta = {"general.architecture": arch, f"{arch}.block_count": cfg.num_hidden_layers,
+            f"{arch}.embedding_length": cfg.hidden_size, f"{arch}.feed_forward_length": cfg.intermediate_size,
+            f"{arch}.attention.head_count": heads, f"{arch}.attention.head_count_kv": kv,
+            f"{arch}.attention.key_length": head_dim, f"{arch}.attention.value_length": head_dim,
+            f"{arch}.attention.layer_norm_rms_epsilon": float(cfg.rms_norm_eps), f"{arch}.rope.freq_base": theta,
+            f"{arch}.context_length": cfg.max_position_embeddings}
+    if arch in ("llama", "phi3"):
+        meta[f"{arch}.rope.dimension_count"] = head_dim
+    meta.update(extra)
+    gguf.save(path, meta, t)
+    return path
+
+
+def _tiny_hf(family, **over):
+    """A 2-layer transformers model of `family` (seeded, real torch), zero-initialised biases and norms
+    given values so that they matter."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    common = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, intermediate_size=96,
+                  vocab_size=64, max_position_embeddings=128, rope_theta=10000.0, tie_word_embeddings=False)
+    common.update(over)
+    if family == "phi3":  # its token ids default past a 64-token vocabulary
+        common.update(pad_token_id=0, bos_token_id=1, eos_token_id=2)
+    cfg = getattr(transformers, {"qwen2": "Qwen2Config", "qwen3": "Qwen3Config", "llama": "LlamaConfig",
+                                 "phi3": "Phi3Config"}[family])(**common)
+    model = transformers.AutoModelForCausalLM.from_config(cfg).eval()
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("bias"):
+                p.normal_(0, 0.5)
+            elif name.endswith("norm.weight"):
+                p.uniform_(0.5, 1.5)
+    return model
+
+
+def _tiny_qwen2(path, quantize=False):
+    """A tiny transformers Qwen2 and its qwen2 GGUF (q/k/v biases, NEOX rotary, untied output)."""
+    model = _tiny_hf("qwen2")
+    return _hf_to_gguf(model, "qwen2", path, quantize), model
+
+
+def _greedy_as_transformers(model, path, quantize):
+    torch = pytest.importorskip("torch")
+    llm = cb.models.from_gguf(path)
+    ids = [3, 1, 4, 1, 5, 9, 2, 6, 5, 3]
+    with torch.no_grad():
+        ref = model(torch.tensor([ids])).logits[0, -1].numpy()
+        want = model.generate(torch.tensor([ids]), max_new_tokens=12, do_sample=False, pad_token_id=0)[0, len(ids):].tolist()
+    ours = llm(cb.tensor(ids)).numpy()[0]
+    if quantize:  # 8-bit weights and activations: llama.cpp's own distance from transformers
+        assert ours.argmax() == ref.argmax() and np.corrcoef(ours, ref)[0, 1] > 0.999
+    else:
+        np.testing.assert_allclose(ours, ref, rtol=1e-3, atol=1e-3 * np.abs(ref).max())
+        assert llm.generate(ids, max_new_tokens=12, stop=()) == want
+    return llm
+
+
+@pytest.mark.parametrize("quantize", [False, True])
+@pytest.mark.parametrize("arch", ["qwen3", "llama3", "phi3", "phi3-longrope"])
+def test_more_architectures_match_transformers(tmp_path, arch, quantize):
+    """qwen3 (q/k head norms, a head dim of its own, NEOX rotary), Llama 3's scaled rotary
+    frequencies (rope_freqs) and phi3 (stacked qkv and gate/up; LongRoPE's short factors and
+    attention factor) against transformers with the same weights."""
+    if arch.startswith("phi3"):
+        over = {}
+        if arch == "phi3-longrope":
+            rng = np.random.default_rng(1)
+            over = dict(max_position_embeddings=256, original_max_position_embeddings=128,
+                        rope_scaling={"type": "longrope", "short_factor": [float(x) for x in 1 + rng.random(8)],
+                                      "long_factor": [float(x) for x in 4 + rng.random(8)]})
+        model = _tiny_hf("phi3", **over)
+        path = _hf_to_gguf(model, "phi3", tmp_path / "m.gguf", quantize)
+        llm = _greedy_as_transformers(model, path, quantize)
+        assert llm.architecture == "phi3"
+        return
+    if arch == "qwen3":
+        model = _tiny_hf("qwen3", head_dim=32)  # 4 heads of 32 on a width of 64
+        path = _hf_to_gguf(model, "qwen3", tmp_path / "m.gguf", quantize)
+    else:
+        scaling = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                   "original_max_position_embeddings": 64}
+        model = _tiny_hf("llama", rope_scaling=scaling)
+        path = _hf_to_gguf(model, "llama", tmp_path / "m.gguf", quantize)
+        factors = gguf.load(path)[1]["rope_freqs.weight"].dequantize().numpy()
+        assert factors.min() == 1.0 and factors.max() == 8.0  # both ends of the scaling are exercised
+    llm = _greedy_as_transformers(model, path, quantize)
+    assert llm.architecture == ("qwen3" if arch == "qwen3" else "llama")
+
+
+@pytest.mark.parametrize("quantize", [False, True])
+def test_qwen2_matches_transformers(tmp_path, quantize):
+    """qwen2 GGUF (biases on q/k/v, NEOX rotary) against transformers' Qwen2 with the same weights:
+    first-step logits within 1e-3 (F32 file), greedy tokens equal."""
+    path, model = _tiny_qwen2(tmp_path / "qwen2.gguf", quantize)
+    assert _greedy_as_transformers(model, path, quantize).architecture == "qwen2"
+
+
+SPM_TEXTS = ["Hello world", "  leading spaces and   runs of them", "naïve café déjà vu, Øresund", "数字 12345 and 3.14",
+             "emoji 🙂🚀 ok", "tabs\tand\nnew lines\n\n", "The quick brown fox jumps over the lazy dog.", "a", ""]
+
+
+def _spm_gguf(tmp_path):
+    """A SentencePiece BPE model trained here (llama's settings: byte fallback, digits split, a dummy
+    prefix, no normalisation) and a tiny llama GGUF carrying it as llama.cpp's converter writes it."""
+    spm = pytest.importorskip("sentencepiece")
+    corpus = tmp_path / "corpus.txt"
+    lines = ["the quick brown fox jumps over the lazy dog", "hello world, hello there", "café crème brûlée naïve",
+             "numbers like 12345 and 3.14159 are split into digits", "spaces   and\ttabs and lines",
+             "die Straße ist schön", "日本語のテキストも少し", "emoji are rare here"] * 50
+    corpus.write_text("\n".join(lines), encoding="utf-8")
+    spm.SentencePieceTrainer.train(input=str(corpus), model_prefix=str(tmp_path / "sp"), vocab_size=400, model_type="bpe",
+                                   byte_fallback=True, split_digits=True, add_dummy_prefix=True,
+                                   remove_extra_whitespaces=False, normalization_rule_name="identity",
+                                   character_coverage=0.98, unk_id=0, bos_id=1, eos_id=2, pad_id=-1, minloglevel=2)
+    sp = spm.SentencePieceProcessor(model_file=str(tmp_path / "sp.model"))
+    n = sp.get_piece_size()
+    kind = lambda i: 2 if sp.is_unknown(i) else 3 if sp.is_control(i) else 6 if sp.is_byte(i) else 5 if sp.is_unused(i) else 1  # noqa: E731
+    meta = {"tokenizer.ggml.model": "llama", "tokenizer.ggml.tokens": [sp.id_to_piece(i) for i in range(n)],
+            "tokenizer.ggml.scores": np.array([sp.get_score(i) for i in range(n)], dtype=np.float32),
+            "tokenizer.ggml.token_type": np.array([kind(i) for i in range(n)], dtype=np.int32),
+            "tokenizer.ggml.unknown_token_id": 0,
+            "tokenizer.ggml.bos_token_id": 1, "tokenizer.ggml.eos_token_id": 2, "tokenizer.ggml.add_bos_token": True}
+    return _tiny_llama(tmp_path / "spm.gguf", vocab=n, **meta), sp
+
+
+def test_sentencepiece_tokenizer_as_sentencepiece_and_llama_cpp(tmp_path):
+    """`tokenizer.ggml.model == "llama"` (Llama 2, TinyLlama, Mistral, Phi-3 files): the same ids as
+    sentencepiece itself and as llama.cpp on awkward text (accents, CJK, emoji, digits, whitespace runs,
+    characters outside the vocabulary as bytes, special tokens), and back to the same text."""
+    path, sp = _spm_gguf(tmp_path)
+    llm = cb.models.from_gguf(path)
+    tok = llm.tokenizer
+    llama_cpp = pytest.importorskip("llama_cpp")
+    ref = llama_cpp.Llama(str(path), vocab_only=True, verbose=False)
+    for text in SPM_TEXTS:
+        ids = tok.encode(text, add_bos=False)
+        assert ids == sp.encode(text), text
+        assert ids == ref.tokenize(text.encode(), add_bos=False, special=True), text
+        assert tok.decode(ids) == text
+    assert tok.encode("Hi")[0] == 1 == tok.bos_token_id  # the file asks for a BOS first
+    mixed = "</s>after a special token<s> and more"
+    assert tok.encode(mixed, add_bos=False) == ref.tokenize(mixed.encode(), add_bos=False, special=True)
+    assert tok.decode(tok.encode("tokens 123", add_bos=False)) == "tokens 123"

@@ -294,6 +294,15 @@ fn to_value(ob: &Bound<'_, PyAny>) -> PyResult<gguf_file::Value> {
     if let Ok(b) = ob.cast::<pyo3::types::PyBool>() {
         return Ok(V::Bool(b.is_true()));
     }
+    // numpy arrays and scalars keep their type (llama.cpp reads token_type as int32, scores as f32).
+    if let Ok(dt) = ob.getattr("dtype").and_then(|d| d.getattr("name")).and_then(|n| n.extract::<String>()) {
+        if ob.hasattr("ndim")? && ob.getattr("ndim")?.extract::<usize>()? > 0 {
+            let items = ob.call_method0("tolist")?;
+            let l = items.cast::<PyList>()?;
+            return Ok(V::Array(l.iter().map(|x| typed(&dt, &x)).collect::<PyResult<_>>()?));
+        }
+        return typed(&dt, &ob.call_method0("item")?);
+    }
     if let Ok(i) = ob.extract::<i64>() {
         return Ok(if i >= 0 && i <= u32::MAX as i64 { V::U32(i as u32) } else { V::I64(i) });
     }
@@ -307,6 +316,26 @@ fn to_value(ob: &Bound<'_, PyAny>) -> PyResult<gguf_file::Value> {
         return Ok(V::Array(l.iter().map(|x| to_value(&x)).collect::<PyResult<_>>()?));
     }
     Err(crate::error::type_err(format!("GGUF metadata values are bool, int, float, str or list, not {}", ob.get_type())))
+}
+
+/// A Python number as the GGUF value of numpy dtype `dt`.
+fn typed(dt: &str, x: &Bound<'_, PyAny>) -> PyResult<gguf_file::Value> {
+    use gguf_file::Value as V;
+    Ok(match dt {
+        "bool" => V::Bool(x.extract()?),
+        "int8" => V::I8(x.extract()?),
+        "uint8" => V::U8(x.extract()?),
+        "int16" => V::I16(x.extract()?),
+        "uint16" => V::U16(x.extract()?),
+        "int32" => V::I32(x.extract()?),
+        "uint32" => V::U32(x.extract()?),
+        "int64" => V::I64(x.extract()?),
+        "uint64" => V::U64(x.extract()?),
+        "float32" => V::F32(x.extract()?),
+        "float64" => V::F64(x.extract()?),
+        s if s.starts_with("str") => V::String(x.extract()?),
+        other => return Err(crate::error::type_err(format!("GGUF metadata: numpy dtype {other} has no GGUF type"))),
+    })
 }
 
 /// Writes a GGUF file from metadata and tensors (QTensors as they are; Tensors as F32).

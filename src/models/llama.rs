@@ -27,12 +27,20 @@ pub struct Config {
     pub rope_base: f32,
     pub eps: f32,
     pub max_pos: usize,
+    /// Rotate (i, i + rope_dim/2) pairs (GPT-NeoX's, qwen2's) instead of (2i, 2i + 1).
+    pub neox: bool,
+    /// cos/sin scale (LongRoPE's attention factor; 1 elsewhere).
+    pub rope_mscale: f32,
 }
 
 struct Layer {
     /// q, k and v (or gate and up) stacked into one matrix: one parallel matmul instead of three,
     /// the activation quantized once.
     qkv: Stacked,
+    /// q, k and v biases side by side (qwen2), added to `qkv`'s output.
+    qkv_bias: Option<Tensor>,
+    /// RMSNorm weights (head_dim) applied to each head of q and of k before the rotation (qwen3).
+    qk_norm: Option<(Tensor, Tensor)>,
     wo: QMatMul,
     gate_up: Stacked,
     down: QMatMul,
@@ -89,16 +97,63 @@ impl Llama {
         let mut layers = Vec::with_capacity(n_layers);
         for i in 0..n_layers {
             let p = |s: &str| format!("blk.{i}.{s}.weight");
-            let qkv = [q(r, &p("attn_q"))?, q(r, &p("attn_k"))?, q(r, &p("attn_v"))?];
-            let (nq, nkv) = (qkv[0].shape().dims()[0], qkv[1].shape().dims()[0]);
-            if nq != cfg.n_head * cfg.head_dim || nkv != cfg.n_kv_head * cfg.head_dim || qkv[2].shape().dims()[0] != nkv {
-                candle_core::bail!("blk.{i}: attention weights of {nq}/{nkv} rows for {} heads of {}", cfg.n_head, cfg.head_dim)
-            }
+            let (nq, nkv) = (cfg.n_head * cfg.head_dim, cfg.n_kv_head * cfg.head_dim);
+            // q, k and v as three matrices, or already stacked into one (phi3's attn_qkv).
+            let qkv = if ct.tensor_infos.contains_key(&p("attn_qkv")) {
+                let t = q(r, &p("attn_qkv"))?;
+                if t.shape().dims()[0] != nq + 2 * nkv {
+                    candle_core::bail!("blk.{i}: attn_qkv of {:?} for {} + 2·{} rows", t.shape(), nq, nkv)
+                }
+                Stacked::new([t], device)?
+            } else {
+                let ts = [q(r, &p("attn_q"))?, q(r, &p("attn_k"))?, q(r, &p("attn_v"))?];
+                if ts[0].shape().dims()[0] != nq || ts[1].shape().dims()[0] != nkv || ts[2].shape().dims()[0] != nkv {
+                    candle_core::bail!("blk.{i}: attention weights of {:?}/{:?} for {} heads of {}", ts[0].shape(), ts[1].shape(), cfg.n_head, cfg.head_dim)
+                }
+                Stacked::new(ts, device)?
+            };
+            // gate and up as two matrices, or stacked into ffn_up (phi3: gate rows first).
+            let down = q(r, &p("ffn_down"))?;
+            let ff = down.shape().dims2()?.1;
+            let gate_up = if ct.tensor_infos.contains_key(&p("ffn_gate")) {
+                let ts = [q(r, &p("ffn_gate"))?, q(r, &p("ffn_up"))?];
+                if ts.iter().any(|t| t.shape().dims()[0] != ff) {
+                    candle_core::bail!("blk.{i}: ffn_gate/ffn_up of {:?}/{:?} for ffn_down of {:?}", ts[0].shape(), ts[1].shape(), down.shape())
+                }
+                Stacked::new(ts, device)?
+            } else {
+                let t = q(r, &p("ffn_up"))?;
+                if t.shape().dims()[0] != 2 * ff {
+                    candle_core::bail!("blk.{i}: a fused ffn_up of {:?} for ffn_down of {:?}", t.shape(), down.shape())
+                }
+                Stacked::new([t], device)?
+            };
+            let qkv_bias = if ct.tensor_infos.contains_key(&format!("blk.{i}.attn_q.bias")) {
+                let mut b = |s: &str| -> Result<Tensor> { q(r, &format!("blk.{i}.{s}.bias"))?.dequantize(&dev)?.to_dtype(DType::F32) };
+                let (bq, bk, bv) = (b("attn_q")?, b("attn_k")?, b("attn_v")?);
+                if bq.elem_count() != nq || bk.elem_count() != nkv || bv.elem_count() != nkv {
+                    candle_core::bail!("blk.{i}: attention biases of {}/{}/{} for {nq}/{nkv} rows", bq.elem_count(), bk.elem_count(), bv.elem_count())
+                }
+                Some(Tensor::cat(&[bq.flatten_all()?, bk.flatten_all()?, bv.flatten_all()?], 0)?.to_device(device)?)
+            } else {
+                None
+            };
+            let qk_norm = if ct.tensor_infos.contains_key(&p("attn_q_norm")) {
+                let (qn, kn) = (vec(r, &p("attn_q_norm"))?, vec(r, &p("attn_k_norm"))?);
+                if qn.elem_count() != cfg.head_dim || kn.elem_count() != cfg.head_dim {
+                    candle_core::bail!("blk.{i}: q/k norms of {}/{} for a head dim of {}", qn.elem_count(), kn.elem_count(), cfg.head_dim)
+                }
+                Some((qn.to_dtype(DType::F32)?, kn.to_dtype(DType::F32)?))
+            } else {
+                None
+            };
             layers.push(Layer {
-                qkv: Stacked::new(qkv, device)?,
+                qkv,
+                qkv_bias,
+                qk_norm,
                 wo: mm(r, &p("attn_output"))?,
-                gate_up: Stacked::new([q(r, &p("ffn_gate"))?, q(r, &p("ffn_up"))?], device)?,
-                down: mm(r, &p("ffn_down"))?,
+                gate_up,
+                down: QMatMul::from_qtensor(onto(down, device)?)?,
                 attn_norm: vec(r, &p("attn_norm"))?,
                 ffn_norm: vec(r, &p("ffn_norm"))?,
                 k: Vec::new(),
@@ -109,13 +164,31 @@ impl Llama {
         }
         // θᵢ = base^(-2i / rope_dim), in f32 as Candle's and llama.cpp's tables.
         let half = cfg.rope_dim / 2;
-        let theta: Vec<f32> = (0..half).map(|i| 1f32 / cfg.rope_base.powf((2 * i) as f32 / cfg.rope_dim as f32)).collect();
+        let mut theta: Vec<f32> = (0..half).map(|i| 1f32 / cfg.rope_base.powf((2 * i) as f32 / cfg.rope_dim as f32)).collect();
+        // Llama 3.x's frequency scaling, as llama.cpp's converter stores it: θᵢ / rope_freqs[i].
+        if ct.tensor_infos.contains_key("rope_freqs.weight") {
+            let f = q(r, "rope_freqs.weight")?.dequantize(&dev)?.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>()?;
+            if f.len() != half || f.iter().any(|&x| !(x > 0.0 && x.is_finite())) {
+                candle_core::bail!("rope_freqs.weight: {} positive factors expected, one per rotated pair", half)
+            }
+            theta.iter_mut().zip(&f).for_each(|(t, f)| *t /= f);
+        }
+        // Phi-3's LongRoPE: the short factors within the original context (positions are capped
+        // there, see `Config::max_pos`), the rotation scaled by the file's attention factor.
+        if ct.tensor_infos.contains_key("rope_factors_short.weight") {
+            let f = q(r, "rope_factors_short.weight")?.dequantize(&dev)?.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>()?;
+            if f.len() != half || f.iter().any(|&x| !(x > 0.0 && x.is_finite())) {
+                candle_core::bail!("rope_factors_short.weight: {} positive factors expected, one per rotated pair", half)
+            }
+            theta.iter_mut().zip(&f).for_each(|(t, f)| *t /= f);
+        }
+        let mscale = cfg.rope_mscale;
         let (mut cos, mut sin) = (Vec::with_capacity(cfg.max_pos * half), Vec::with_capacity(cfg.max_pos * half));
         for pos in 0..cfg.max_pos {
             for &t in &theta {
                 let a = pos as f32 * t;
-                cos.push(a.cos());
-                sin.push(a.sin());
+                cos.push(a.cos() * mscale);
+                sin.push(a.sin() * mscale);
             }
         }
         // The device path also runs on the CPU in the generic test mode (CANDLE_BIND_GENERIC=1).
@@ -158,7 +231,10 @@ impl Llama {
         let eps = self.cfg.eps;
         for i in 0..self.layers.len() {
             let h = candle_nn::ops::rms_norm(&x, &self.layers[i].attn_norm, eps)?;
-            let qkv = self.layers[i].qkv.forward(&h)?;
+            let mut qkv = self.layers[i].qkv.forward(&h)?;
+            if let Some(b) = &self.layers[i].qkv_bias {
+                qkv = qkv.broadcast_add(b)?;
+            }
             let a = if self.rope_dev.is_none() { self.attend(i, &qkv, start)? } else { self.attend_device(i, &qkv, start)? };
             let l = &self.layers[i];
             x = (x + l.wo.forward(&a)?)?;
@@ -173,16 +249,19 @@ impl Llama {
         self.output.forward(&last)?.squeeze(0)
     }
 
-    /// Rotates pairs (2i, 2i+1) of each head's first rope_dim values by position · θᵢ.
+    /// Rotates pairs (2i, 2i+1) of each head's first rope_dim values by position · θᵢ (NEOX: pairs
+    /// (i, i + rope_dim/2)).
     fn rope(&self, x: &mut [f32], heads: usize, start: usize) {
         let (d, half) = (self.cfg.head_dim, self.cfg.rope_dim / 2);
+        let (step, other) = if self.cfg.neox { (1, half) } else { (2, 1) };
         for (row, xs) in x.chunks_exact_mut(heads * d).enumerate() {
             let (c, s) = (&self.cos[(start + row) * half..][..half], &self.sin[(start + row) * half..][..half]);
             for head in xs.chunks_exact_mut(d) {
                 for i in 0..half {
-                    let (a, b) = (head[2 * i], head[2 * i + 1]);
-                    head[2 * i] = a * c[i] - b * s[i];
-                    head[2 * i + 1] = a * s[i] + b * c[i];
+                    let (ia, ib) = (step * i, step * i + other);
+                    let (a, b) = (head[ia], head[ib]);
+                    head[ia] = a * c[i] - b * s[i];
+                    head[ib] = a * s[i] + b * c[i];
                 }
             }
         }
@@ -200,6 +279,11 @@ impl Llama {
             qv.extend_from_slice(&row[..nq]);
             kv.extend_from_slice(&row[nq..nq + nk]);
             vv.extend_from_slice(&row[nq + nk..]);
+        }
+        if let Some((qn, kn)) = &self.layers[layer].qk_norm {
+            let eps = self.cfg.eps;
+            head_rms_norm(&mut qv, &qn.to_vec1::<f32>()?, eps);
+            head_rms_norm(&mut kv, &kn.to_vec1::<f32>()?, eps);
         }
         self.rope(&mut qv, n_head, start);
         self.rope(&mut kv, n_kv, start);
@@ -276,15 +360,21 @@ impl Llama {
         let split = |at: usize, heads: usize| -> Result<Tensor> {
             qkv.narrow(1, at, heads * d)?.reshape((s, heads, d))?.transpose(0, 1)?.contiguous()
         };
-        let (q, k, v) = (split(0, n_head)?, split(nq, n_kv)?, split(nq + nk, n_kv)?);
+        let (mut q, mut k, v) = (split(0, n_head)?, split(nq, n_kv)?, split(nq + nk, n_kv)?);
+        if let Some((qn, kn)) = &self.layers[layer].qk_norm {
+            q = candle_nn::ops::rms_norm(&q, qn, self.cfg.eps)?;
+            k = candle_nn::ops::rms_norm(&k, kn, self.cfg.eps)?;
+        }
         let (cos, sin) = self.rope_dev.as_ref().ok_or_else(|| candle_core::Error::Msg("no rotary tables".into()))?;
         let (cos, sin) = (cos.narrow(0, start, s)?, sin.narrow(0, start, s)?);
+        let neox = self.cfg.neox;
+        let rope = |x: &Tensor| if neox { candle_nn::rotary_emb::rope(x, &cos, &sin) } else { candle_nn::rotary_emb::rope_i(x, &cos, &sin) };
         let rotate = |x: Tensor| -> Result<Tensor> {
             let x = x.unsqueeze(0)?;
             let r = if rope_dim == d {
-                candle_nn::rotary_emb::rope_i(&x, &cos, &sin)?
+                rope(&x)?
             } else {
-                let head = candle_nn::rotary_emb::rope_i(&x.narrow(3, 0, rope_dim)?.contiguous()?, &cos, &sin)?;
+                let head = rope(&x.narrow(3, 0, rope_dim)?.contiguous()?)?;
                 Tensor::cat(&[head, x.narrow(3, rope_dim, d - rope_dim)?], 3)?
             };
             r.squeeze(0)
@@ -402,5 +492,14 @@ impl Embedding {
             picked.extend_from_slice(&self.bytes[i as usize * self.row_bytes..][..self.row_bytes]);
         }
         qtensor_from_bytes(self.dtype, &picked, vec![ids.len(), self.cols])?.dequantize(&Device::Cpu)?.to_dtype(DType::F32)
+    }
+}
+
+/// RMSNorm of every `w.len()`-wide head in `x` (rows of heads laid end to end), times `w`.
+fn head_rms_norm(x: &mut [f32], w: &[f32], eps: f32) {
+    for head in x.chunks_exact_mut(w.len()) {
+        let ms = head.iter().map(|v| v * v).sum::<f32>() / w.len() as f32;
+        let inv = 1.0 / (ms + eps).sqrt();
+        head.iter_mut().zip(w).for_each(|(v, w)| *v *= inv * w);
     }
 }

@@ -23,8 +23,11 @@ use crate::tensor::PyTensor;
 mod llama;
 use llama::{Config, Llama};
 
-/// Architectures whose GGUF layout `quantized_llama` reads (llama's tensor names and `llama.*` keys).
-const LLAMA_ARCHS: [&str; 1] = ["llama"];
+/// Architectures `llama.rs` runs: llama's tensor names under their own metadata prefix. qwen2 adds
+/// q/k/v biases and rotates NEOX-style (halves, not pairs), as llama.cpp runs it; qwen3 has no
+/// biases but RMS-normalises each head of q and k, with a head dim of its own (`key_length`); phi3
+/// stacks q/k/v and gate/up into one matrix each and may carry LongRoPE factors.
+const LLAMA_ARCHS: [&str; 4] = ["llama", "qwen2", "qwen3", "phi3"];
 
 fn meta_u64(meta: &Bound<'_, PyDict>, key: &str) -> PyResult<Option<u64>> {
     match meta.get_item(key)? {
@@ -35,50 +38,74 @@ fn meta_u64(meta: &Bound<'_, PyDict>, key: &str) -> PyResult<Option<u64>> {
 
 /// The hyper-parameters the loader allocates by, checked against the tensors present: the model's
 /// config, its layer count and its vocabulary size.
-fn check_llama(meta: &Bound<'_, PyDict>, spans: &[TensorSpan]) -> PyResult<(Config, usize, usize)> {
+fn check_llama(meta: &Bound<'_, PyDict>, spans: &[TensorSpan], arch: &str) -> PyResult<(Config, usize, usize)> {
     let need = |key: &str| -> PyResult<u64> {
-        meta_u64(meta, key)?.ok_or_else(|| value_err(format!("invalid GGUF model: metadata key {key} is missing")))
+        let key = format!("{arch}.{key}");
+        meta_u64(meta, &key)?.ok_or_else(|| value_err(format!("invalid GGUF model: metadata key {key} is missing")))
     };
+    let opt = |key: &str| meta_u64(meta, &format!("{arch}.{key}"));
     let float = |key: &str, default: f32| -> PyResult<f32> {
-        match meta.get_item(key)? {
+        let key = format!("{arch}.{key}");
+        match meta.get_item(&key)? {
             None => Ok(default),
             Some(v) => v.extract::<f32>().map_err(|_| value_err(format!("invalid GGUF model: {key} is not a number"))),
         }
     };
     let bad = |msg: String| value_err(format!("invalid GGUF model: {msg}"));
-    let (heads, kv_heads, blocks) = (need("llama.attention.head_count")?, need("llama.attention.head_count_kv")?, need("llama.block_count")?);
-    let (emb, rope) = (need("llama.embedding_length")?, need("llama.rope.dimension_count")?);
-    if heads == 0 || kv_heads == 0 || heads % kv_heads != 0 || emb == 0 || emb % heads != 0 {
-        return Err(bad(format!("{heads} heads, {kv_heads} key/value heads and embedding length {emb} do not fit together")));
+    let (heads, blocks, emb) = (need("attention.head_count")?, need("block_count")?, need("embedding_length")?);
+    let kv_heads = opt("attention.head_count_kv")?.unwrap_or(heads);
+    // The head dim: the file's key_length (qwen3: not the width over the heads), else width / heads.
+    let head_dim = match opt("attention.key_length")? {
+        Some(k) => k,
+        None if heads > 0 && emb % heads == 0 => emb / heads,
+        None => 0,
+    };
+    let value_dim = opt("attention.value_length")?.unwrap_or(head_dim);
+    if heads == 0 || kv_heads == 0 || heads % kv_heads != 0 || emb == 0 || head_dim == 0 || head_dim % 2 != 0
+        || value_dim != head_dim || heads * head_dim > 1 << 20 {
+        return Err(bad(format!("{heads} heads of {head_dim} ({kv_heads} key/value heads) and embedding length {emb} do not fit together")));
     }
-    if rope == 0 || rope % 2 != 0 || rope > emb / heads {
-        return Err(bad(format!("rope dimension {rope} for a head dimension of {}", emb / heads)));
+    // The rotated dims default to the whole head (qwen2 files leave the key out).
+    let rope = opt("rope.dimension_count")?.unwrap_or(head_dim);
+    if rope == 0 || rope % 2 != 0 || rope > head_dim {
+        return Err(bad(format!("rope dimension {rope} for a head dimension of {head_dim}")));
     }
-    let experts = meta_u64(meta, "llama.expert_count")?.unwrap_or(0);
+    let experts = opt("expert_count")?.unwrap_or(0);
     if blocks == 0 || blocks > spans.len() as u64 || experts > spans.len() as u64 {
         return Err(bad(format!("{blocks} blocks and {experts} experts for {} tensors", spans.len())));
     }
     if experts > 1 {
-        return Err(PyNotImplementedError::new_err(format!("mixture-of-experts llama GGUF ({experts} experts) is not supported yet")));
+        return Err(PyNotImplementedError::new_err(format!("mixture-of-experts {arch} GGUF ({experts} experts) is not supported yet")));
     }
     if let Some(a) = meta.get_item("general.alignment")? {
         if a.extract::<u32>().map_or(true, |a| a == 0) {
             return Err(bad("general.alignment must be a positive u32".into()));
         }
     }
-    let (eps, rope_base) = (float("llama.attention.layer_norm_rms_epsilon", 1e-5)?, float("llama.rope.freq_base", 10000.0)?);
+    let (eps, rope_base) = (float("attention.layer_norm_rms_epsilon", 1e-5)?, float("rope.freq_base", 10000.0)?);
     if !(eps > 0.0 && eps < 1.0) || !(rope_base > 1.0 && rope_base.is_finite()) {
         return Err(bad(format!("rms epsilon {eps} or rope base {rope_base} out of range")));
     }
-    // Rotary tables cover the trained context, up to 32k positions.
-    let max_pos = meta_u64(meta, "llama.context_length")?.unwrap_or(4096).clamp(1, 32768) as usize;
+    // Rotary tables cover the trained context, up to 32k positions; with LongRoPE factors (phi3's
+    // long-context files) the original context, where the short factors hold.
+    let mut max_pos = opt("context_length")?.unwrap_or(4096).clamp(1, 32768) as usize;
+    if spans.iter().any(|t| t.name == "rope_factors_short.weight") {
+        if let Some(orig) = opt("rope.scaling.original_context_length")? {
+            max_pos = max_pos.min(orig.max(1) as usize);
+        }
+    }
+    let rope_mscale = float("rope.scaling.attn_factor", 1.0)?;
+    if !(rope_mscale > 0.0 && rope_mscale < 16.0) {
+        return Err(bad(format!("rope attention factor {rope_mscale} out of range")));
+    }
     let embd = spans.iter().find(|t| t.name == "token_embd.weight").ok_or_else(|| bad("no token_embd.weight tensor".into()))?;
     let vocab = match embd.dims[..] {
         [vocab, e] if e as u64 == emb && vocab > 0 => vocab,
         _ => return Err(bad(format!("token_embd.weight has shape {:?}, expected (vocab, {emb})", embd.dims))),
     };
-    let (n_head, head_dim) = (heads as usize, (emb / heads) as usize);
-    let cfg = Config { n_head, n_kv_head: kv_heads as usize, head_dim, rope_dim: rope as usize, rope_base, eps, max_pos };
+    let (n_head, head_dim) = (heads as usize, head_dim as usize);
+    let neox = matches!(arch, "qwen2" | "qwen3" | "phi3");
+    let cfg = Config { n_head, n_kv_head: kv_heads as usize, head_dim, rope_dim: rope as usize, rope_base, eps, max_pos, neox, rope_mscale };
     Ok((cfg, blocks as usize, vocab))
 }
 
@@ -90,7 +117,7 @@ fn guarded<T>(what: &str, f: impl FnOnce() -> candle_core::Result<T>) -> PyResul
     }
 }
 
-/// A quantized llama-architecture GGUF model (`llama.rs`) with its KV cache.
+/// A quantized llama-architecture (or qwen2) GGUF model (`llama.rs`) with its KV cache.
 #[pyclass(name = "GgufLlama", module = "candle_bind")]
 pub struct PyGgufLlama {
     model: Mutex<Llama>,
@@ -153,7 +180,7 @@ impl PyGgufLlama {
                 LLAMA_ARCHS.join(", ")
             )));
         }
-        let (cfg, n_layers, vocab_size) = check_llama(&meta, &spans)?;
+        let (cfg, n_layers, vocab_size) = check_llama(&meta, &spans, &arch)?;
         // Weights are read (not mapped) into their own buffers: a map would count the whole file in
         // the process's memory on top of them until dropped.
         drop(map);
