@@ -210,6 +210,55 @@ pub(crate) unsafe fn vec_dot_q8_0_q8_0_vnni(n: usize, xs: &[BlockQ8_0], ys: &[Bl
     hsum_float_8(_mm256_add_ps(acc[0], acc[1]))
 }
 
+// candle-bind's patch: four Q8_0 weight rows against one Q8_0 activation row, each activation block
+// loaded and its scale converted once, the four weight scales converted together (the matmul's
+// inner step, decode and prefill).
+macro_rules! q8_0_dot4 {
+    ($xs:expr, $ys:expr, $sum_u8_i8:expr) => {{
+        let (xs, ys): ([&[BlockQ8_0]; 4], &[BlockQ8_0]) = ($xs, $ys);
+        let nb = ys.len().min(xs.iter().map(|x| x.len()).min().unwrap_or(0));
+        let mut acc = [_mm256_setzero_ps(); 4];
+        for i in 0..nb {
+            let y = &ys[i];
+            // The activation's scale in lane 4, the four weight scales in lanes 0..3: one conversion.
+            let dd = _mm256_cvtph_ps(_mm_set_epi16(
+                0, 0, 0, y.d.to_bits() as i16,
+                xs[3][i].d.to_bits() as i16, xs[2][i].d.to_bits() as i16,
+                xs[1][i].d.to_bits() as i16, xs[0][i].d.to_bits() as i16,
+            ));
+            let d = _mm_mul_ps(_mm256_castps256_ps128(dd), _mm_broadcastss_ps(_mm256_extractf128_ps::<1>(dd)));
+            let by = _mm256_loadu_si256(y.qs.as_ptr() as *const __m256i);
+            let bs = [
+                _mm256_broadcastss_ps(d),
+                _mm256_broadcastss_ps(_mm_shuffle_ps::<0b01_01_01_01>(d, d)),
+                _mm256_broadcastss_ps(_mm_shuffle_ps::<0b10_10_10_10>(d, d)),
+                _mm256_broadcastss_ps(_mm_shuffle_ps::<0b11_11_11_11>(d, d)),
+            ];
+            for r in 0..4 {
+                let bx = _mm256_loadu_si256(xs[r][i].qs.as_ptr() as *const __m256i);
+                let q = $sum_u8_i8(_mm256_sign_epi8(bx, bx), _mm256_sign_epi8(by, bx));
+                acc[r] = _mm256_fmadd_ps(bs[r], _mm256_cvtepi32_ps(q), acc[r]);
+            }
+        }
+        (hsum_float_8(acc[0]), hsum_float_8(acc[1]), hsum_float_8(acc[2]), hsum_float_8(acc[3]))
+    }};
+}
+
+/// # Safety
+/// The CPU must have AVX2, FMA and F16C.
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(crate) unsafe fn vec_dot4_q8_0_q8_0(xs: [&[BlockQ8_0]; 4], ys: &[BlockQ8_0]) -> (f32, f32, f32, f32) {
+    let ones = _mm256_set1_epi16(1);
+    unsafe { q8_0_dot4!(xs, ys, |a, b| _mm256_madd_epi16(_mm256_maddubs_epi16(a, b), ones)) }
+}
+
+/// # Safety
+/// The CPU must have AVX2, FMA, F16C, AVX512-VL and AVX512-VNNI.
+#[target_feature(enable = "avx2,fma,f16c,avx512vl,avx512vnni")]
+pub(crate) unsafe fn vec_dot4_q8_0_q8_0_vnni(xs: [&[BlockQ8_0]; 4], ys: &[BlockQ8_0]) -> (f32, f32, f32, f32) {
+    unsafe { q8_0_dot4!(xs, ys, |a, b| _mm256_dpbusd_epi32(_mm256_setzero_si256(), a, b)) }
+}
+
 #[target_feature(enable = "avx2,fma")]
 pub(crate) fn vec_dot_q8_0_q8_0(n: usize, xs: &[BlockQ8_0], ys: &[BlockQ8_0]) -> f32 {
     debug_assert!(

@@ -764,6 +764,13 @@ impl GgmlType for BlockQ8_0 {
         #[cfg(target_feature = "neon")]
         return super::neon::vec_dot_4_q8_0_q8_0(n, xs0, xs1, xs2, xs3, ys);
 
+        // candle-bind's patch: four weight rows per activation block load.
+        #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+        match quant_dot_level() {
+            2 => return unsafe { super::avx::vec_dot4_q8_0_q8_0_vnni([xs0, xs1, xs2, xs3], ys) },
+            1 => return unsafe { super::avx::vec_dot4_q8_0_q8_0([xs0, xs1, xs2, xs3], ys) },
+            _ => {}
+        }
         let (d0, d1) = Self::vec_dot_2(n, xs0, xs1, ys);
         let (d2, d3) = Self::vec_dot_2(n, xs2, xs3, ys);
         (d0, d1, d2, d3)
@@ -2598,9 +2605,22 @@ pub fn matmul<T: GgmlType>(
 
         if m == 1 {
             // Decode: a single row, the column quads are split across the pool.
+            // candle-bind's patch: Q8_0 rows one after another (one sequential stream): its
+            // four-row kernel reads four short streams at once, which halves the bandwidth of
+            // weights that come from DRAM (an lm_head past the caches).
+            let rowwise = T::DTYPE == GgmlDType::Q8_0;
             let dot_range = |range: std::ops::Range<usize>| {
                 for quad_idx in range {
-                    dot_quad(0, quad_idx * 4)
+                    if rowwise {
+                        let col = quad_idx * 4;
+                        for c in col..col + 4 {
+                            let d = T::vec_dot(k, &rhs_t[c * k_in_blocks..(c + 1) * k_in_blocks], lhs_row(0));
+                            // SAFETY: as dot_quad: each column is written by one work item.
+                            unsafe { *(dst_ptr as *mut f32).add(c) = d };
+                        }
+                    } else {
+                        dot_quad(0, quad_idx * 4)
+                    }
                 }
             };
             if cfg!(target_arch = "x86_64") && T::DTYPE == GgmlDType::Q6K {
