@@ -501,3 +501,17 @@ def test_sentencepiece_tokenizer_as_sentencepiece_and_llama_cpp(tmp_path):
     mixed = "</s>after a special token<s> and more"
     assert tok.encode(mixed, add_bos=False) == ref.tokenize(mixed.encode(), add_bos=False, special=True)
     assert tok.decode(tok.encode("tokens 123", add_bos=False)) == "tokens 123"
+
+
+def test_context_length_by_architecture(tmp_path):
+    """The positions a file takes, from its own architecture's keys (LongRoPE phi3: the original context)."""
+    path, _ = _tiny_qwen2(tmp_path / "q.gguf")
+    assert cb.models.from_gguf(path).context_length == 128
+    rng = np.random.default_rng(1)
+    model = _tiny_hf("phi3", max_position_embeddings=256, original_max_position_embeddings=128,
+                     rope_scaling={"type": "longrope", "short_factor": [float(x) for x in 1 + rng.random(8)],
+                                   "long_factor": [float(x) for x in 4 + rng.random(8)]})
+    llm = cb.models.from_gguf(_hf_to_gguf(model, "phi3", tmp_path / "p.gguf"))
+    assert llm.context_length == 128
+    with pytest.raises(ValueError, match="positions"):
+        llm(cb.tensor(list(range(64)) * 3))  # 192 positions: past the original context

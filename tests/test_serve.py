@@ -356,3 +356,16 @@ def test_embeddings_equal_sentence_transformers(embedder):
     assert_error(post(embedder, "/v1/chat/completions", {"model": "minilm", "messages": CHAT}, key=None), 400, "model")
     assert embedder.alive()
 
+
+
+@needs_smollm
+def test_device_flag_without_a_gpu(capsys):
+    """`--device cuda` on a machine (or build) without CUDA: a one-line error and exit 1, no traceback."""
+    import candle_bind as cb
+    from candle_bind.serve import main
+
+    if cb.cuda.is_available():
+        pytest.skip("a GPU is here")
+    assert main([SMOLLM, "--device", "cuda"]) == 1
+    err = capsys.readouterr().err
+    assert "cannot load" in err and "CUDA" in err and "Traceback" not in err

@@ -27,6 +27,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8080, help="port to listen on (default 8080)")
     p.add_argument("-t", "--threads", type=int, default=None, help="compute threads (default: candle_bind's, one per core)")
+    p.add_argument("--device", default=None, help="where a GGUF model runs: cpu (default) or cuda[:N] (a CUDA build)")
     p.add_argument("-c", "--ctx-size", type=int, default=0, help="context size in tokens (default 0: the model's own)")
     p.add_argument("-np", "--parallel", type=int, default=1,
                    help="sequence slots; until batched generation lands they run one after another")
@@ -73,10 +74,11 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     opts = Options(model_path=path, alias=args.alias, ctx_size=args.ctx_size, n_predict=args.n_predict,
                    parallel=args.parallel, max_queue=args.max_queue, max_body=args.max_body_size,
-                   api_key=args.api_key or None, batch_size=args.batch_size, shutdown_timeout=args.shutdown_timeout)
+                   api_key=args.api_key or None, batch_size=args.batch_size, shutdown_timeout=args.shutdown_timeout,
+                   device=args.device)
     try:
         host = Host(opts)
-    except (OSError, ValueError, NotImplementedError, ImportError) as e:
+    except (OSError, ValueError, NotImplementedError, ImportError, RuntimeError) as e:
         print(f"candle_bind serve: cannot load {path}: {e}", file=sys.stderr)
         return 1
     if host.kind == "llm" and args.parallel > 1:

@@ -45,6 +45,7 @@ class Options:
     batch_size: int = 32           # embeddings per forward
     max_inputs: int = 2048         # embeddings per request
     shutdown_timeout: float = 30.0
+    device: Optional[str] = None   # where a GGUF model runs ("cuda" in a CUDA build); default the CPU
 
 
 class Host:
@@ -70,11 +71,10 @@ class Host:
             from .generate import Generator
 
             self.kind = "llm"
-            self.llm = from_gguf(path)
+            self.llm = from_gguf(path, device=opts.device)
             self.tokenizer = self.llm.tokenizer
             self.vocab_size = self.llm.vocab_size
-            trained = int(self.llm.metadata.get("llama.context_length") or 4096)
-            trained = max(1, min(trained, 32768))  # the rotary tables' span (src/models/mod.rs)
+            trained = self.llm.context_length
             self.ctx_size = min(opts.ctx_size, trained) if opts.ctx_size > 0 else trained
             self.worker = Worker("candle_bind-generate", Generator(self.llm, self.ctx_size), opts.max_queue)
         m = self.metrics
