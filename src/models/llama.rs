@@ -31,6 +31,28 @@ pub struct Config {
     pub neox: bool,
     /// cos/sin scale (LongRoPE's attention factor; 1 elsewhere).
     pub rope_mscale: f32,
+    /// Gemma's family: embeddings times sqrt(width), GELU (tanh) gating instead of SiLU.
+    pub embed_scale: f32,
+    pub gelu: bool,
+    /// Scores (and final logits) squashed as c·tanh(x / c) (gemma2).
+    pub attn_softcap: Option<f32>,
+    pub final_softcap: Option<f32>,
+    /// Sliding-window layers: a query sees the last `window` keys; layer i slides unless
+    /// (i + 1) % pattern == 0 (gemma2: every other layer, gemma3: five of six).
+    pub window: Option<(usize, usize)>,
+    /// The sliding layers' own rotary base (gemma3's 10k beside 1M), and the global layers' linear
+    /// position scaling (positions / factor).
+    pub rope_base_local: Option<f32>,
+    pub rope_linear: f32,
+    /// The softmax scale: 1/sqrt(head_dim) unless the file says otherwise.
+    pub q_scale: f32,
+}
+
+/// cos/sin of position · θᵢ, [position][rope_dim / 2], on the host and (device path) the device.
+struct RopeTable {
+    cos: Vec<f32>,
+    sin: Vec<f32>,
+    dev: Option<(Tensor, Tensor)>,
 }
 
 struct Layer {
@@ -41,6 +63,11 @@ struct Layer {
     qkv_bias: Option<Tensor>,
     /// RMSNorm weights (head_dim) applied to each head of q and of k before the rotation (qwen3).
     qk_norm: Option<(Tensor, Tensor)>,
+    /// RMSNorms of the attention's and the MLP's outputs before each residual add (gemma2/3).
+    post_attn_norm: Option<Tensor>,
+    post_ffn_norm: Option<Tensor>,
+    /// A sliding-window layer (see `Config::window`).
+    local: bool,
     wo: QMatMul,
     gate_up: Stacked,
     down: QMatMul,
@@ -60,14 +87,13 @@ pub struct Llama {
     layers: Vec<Layer>,
     norm: Tensor,
     output: QMatMul,
-    /// cos/sin of position · θᵢ, [position][rope_dim / 2].
-    cos: Vec<f32>,
-    sin: Vec<f32>,
+    /// Rotary tables: the global layers' first, the sliding layers' own second (gemma3).
+    rope: Vec<RopeTable>,
     /// Positions held in the KV caches.
     len: usize,
     dev: Device,
-    /// cos/sin on the GPU, (max_pos, rope_dim / 2); None on the CPU.
-    rope_dev: Option<(Tensor, Tensor)>,
+    /// Whether attention runs as device tensor ops (a GPU, or the generic test mode).
+    on_device: bool,
 }
 
 /// A raw pointer that worker threads write disjoint parts of.
@@ -147,10 +173,18 @@ impl Llama {
             } else {
                 None
             };
+            let opt_norm = |r: &mut R, name: &str| -> Result<Option<Tensor>> {
+                if ct.tensor_infos.contains_key(&p(name)) { Ok(Some(vec(r, &p(name))?)) } else { Ok(None) }
+            };
+            let (post_attn_norm, post_ffn_norm) = (opt_norm(r, "post_attention_norm")?, opt_norm(r, "post_ffw_norm")?);
+            let local = cfg.window.is_some_and(|(_, pattern)| pattern > 0 && (i + 1) % pattern != 0);
             layers.push(Layer {
                 qkv,
                 qkv_bias,
                 qk_norm,
+                post_attn_norm,
+                post_ffn_norm,
+                local,
                 wo: mm(r, &p("attn_output"))?,
                 gate_up,
                 down: QMatMul::from_qtensor(onto(down, device)?)?,
@@ -164,7 +198,9 @@ impl Llama {
         }
         // θᵢ = base^(-2i / rope_dim), in f32 as Candle's and llama.cpp's tables.
         let half = cfg.rope_dim / 2;
-        let mut theta: Vec<f32> = (0..half).map(|i| 1f32 / cfg.rope_base.powf((2 * i) as f32 / cfg.rope_dim as f32)).collect();
+        let thetas = |base: f32| -> Vec<f32> { (0..half).map(|i| 1f32 / base.powf((2 * i) as f32 / cfg.rope_dim as f32)).collect() };
+        let mut theta = thetas(cfg.rope_base);
+        theta.iter_mut().for_each(|t| *t /= cfg.rope_linear);
         // Llama 3.x's frequency scaling, as llama.cpp's converter stores it: θᵢ / rope_freqs[i].
         if ct.tensor_infos.contains_key("rope_freqs.weight") {
             let f = q(r, "rope_freqs.weight")?.dequantize(&dev)?.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>()?;
@@ -183,22 +219,37 @@ impl Llama {
             theta.iter_mut().zip(&f).for_each(|(t, f)| *t /= f);
         }
         let mscale = cfg.rope_mscale;
-        let (mut cos, mut sin) = (Vec::with_capacity(cfg.max_pos * half), Vec::with_capacity(cfg.max_pos * half));
-        for pos in 0..cfg.max_pos {
-            for &t in &theta {
-                let a = pos as f32 * t;
-                cos.push(a.cos() * mscale);
-                sin.push(a.sin() * mscale);
-            }
-        }
         // The device path also runs on the CPU in the generic test mode (CANDLE_BIND_GENERIC=1).
-        let rope_dev = if device.is_cpu() && !crate::device::generic() {
-            None
-        } else {
-            let table = |v: &Vec<f32>| Tensor::from_slice(v, (cfg.max_pos, half), device);
-            Some((table(&cos)?, table(&sin)?))
+        let on_device = !device.is_cpu() || crate::device::generic();
+        let table = |theta: &[f32]| -> Result<RopeTable> {
+            let (mut cos, mut sin) = (Vec::with_capacity(cfg.max_pos * half), Vec::with_capacity(cfg.max_pos * half));
+            for pos in 0..cfg.max_pos {
+                for &t in theta {
+                    let a = pos as f32 * t;
+                    cos.push(a.cos() * mscale);
+                    sin.push(a.sin() * mscale);
+                }
+            }
+            let dev = if on_device {
+                let up = |v: &Vec<f32>| Tensor::from_slice(v, (cfg.max_pos, half), device);
+                Some((up(&cos)?, up(&sin)?))
+            } else {
+                None
+            };
+            Ok(RopeTable { cos, sin, dev })
         };
-        Ok(Llama { cfg, embed, layers, norm, output, cos, sin, len: 0, dev: device.clone(), rope_dev })
+        let mut rope = vec![table(&theta)?];
+        if let Some(base) = cfg.rope_base_local {
+            rope.push(table(&thetas(base))?);
+        }
+        Ok(Llama { cfg, embed, layers, norm, output, rope, len: 0, dev: device.clone(), on_device })
+    }
+
+    /// The rotary table of `layer` (gemma3's sliding layers have their own) and its key window.
+    fn layer_rope(&self, layer: usize) -> (&RopeTable, Option<usize>) {
+        let local = self.layers[layer].local;
+        let table = if local && self.rope.len() > 1 { &self.rope[1] } else { &self.rope[0] };
+        (table, if local { self.cfg.window.map(|(w, _)| w) } else { None })
     }
 
     pub fn max_positions(&self) -> usize {
@@ -228,6 +279,9 @@ impl Llama {
             candle_core::bail!("positions {start}..{} are outside 0..{}", start + s, self.cfg.max_pos)
         }
         let mut x = self.embed.rows(tokens)?.to_device(&self.dev)?;
+        if self.cfg.embed_scale != 1.0 {
+            x = (x * self.cfg.embed_scale as f64)?;
+        }
         let eps = self.cfg.eps;
         for i in 0..self.layers.len() {
             let h = candle_nn::ops::rms_norm(&x, &self.layers[i].attn_norm, eps)?;
@@ -235,27 +289,40 @@ impl Llama {
             if let Some(b) = &self.layers[i].qkv_bias {
                 qkv = qkv.broadcast_add(b)?;
             }
-            let a = if self.rope_dev.is_none() { self.attend(i, &qkv, start)? } else { self.attend_device(i, &qkv, start)? };
+            let a = if self.on_device { self.attend_device(i, &qkv, start)? } else { self.attend(i, &qkv, start)? };
             let l = &self.layers[i];
-            x = (x + l.wo.forward(&a)?)?;
+            let mut a = l.wo.forward(&a)?;
+            if let Some(n) = &l.post_attn_norm {
+                a = candle_nn::ops::rms_norm(&a, n, eps)?;
+            }
+            x = (x + a)?;
             let h = candle_nn::ops::rms_norm(&x, &l.ffn_norm, eps)?;
             let gu = l.gate_up.forward(&h)?;
             let ff = gu.dim(1)? / 2;
-            let act = (candle_nn::ops::silu(&gu.narrow(1, 0, ff)?)? * gu.narrow(1, ff, ff)?)?;
-            x = (x + l.down.forward(&act)?)?;
+            let gate = gu.narrow(1, 0, ff)?;
+            let gate = if self.cfg.gelu { gate.gelu()? } else { candle_nn::ops::silu(&gate)? };
+            let mut f = l.down.forward(&(gate * gu.narrow(1, ff, ff)?)?)?;
+            if let Some(n) = &l.post_ffn_norm {
+                f = candle_nn::ops::rms_norm(&f, n, eps)?;
+            }
+            x = (x + f)?;
         }
         self.len = start + s;
         let last = candle_nn::ops::rms_norm(&x.narrow(0, s - 1, 1)?, &self.norm, eps)?;
-        self.output.forward(&last)?.squeeze(0)
+        let logits = self.output.forward(&last)?.squeeze(0)?;
+        match self.cfg.final_softcap {
+            Some(c) => (logits / c as f64)?.tanh()? * c as f64,
+            None => Ok(logits),
+        }
     }
 
     /// Rotates pairs (2i, 2i+1) of each head's first rope_dim values by position · θᵢ (NEOX: pairs
     /// (i, i + rope_dim/2)).
-    fn rope(&self, x: &mut [f32], heads: usize, start: usize) {
+    fn rope(&self, table: &RopeTable, x: &mut [f32], heads: usize, start: usize) {
         let (d, half) = (self.cfg.head_dim, self.cfg.rope_dim / 2);
         let (step, other) = if self.cfg.neox { (1, half) } else { (2, 1) };
         for (row, xs) in x.chunks_exact_mut(heads * d).enumerate() {
-            let (c, s) = (&self.cos[(start + row) * half..][..half], &self.sin[(start + row) * half..][..half]);
+            let (c, s) = (&table.cos[(start + row) * half..][..half], &table.sin[(start + row) * half..][..half]);
             for head in xs.chunks_exact_mut(d) {
                 for i in 0..half {
                     let (ia, ib) = (step * i, step * i + other);
@@ -285,8 +352,10 @@ impl Llama {
             head_rms_norm(&mut qv, &qn.to_vec1::<f32>()?, eps);
             head_rms_norm(&mut kv, &kn.to_vec1::<f32>()?, eps);
         }
-        self.rope(&mut qv, n_head, start);
-        self.rope(&mut kv, n_kv, start);
+        let (table, window) = self.layer_rope(layer);
+        self.rope(table, &mut qv, n_head, start);
+        self.rope(table, &mut kv, n_kv, start);
+        let (softcap, scale) = (self.cfg.attn_softcap, self.cfg.q_scale);
         let total = start + s;
         let l = &mut self.layers[layer];
         if total > l.cap {
@@ -312,7 +381,6 @@ impl Llama {
         let (kc, vc) = (&l.k, &l.v);
         let mut out = crate::tensor::kernels::uninit_vec::<f32>(s * n_head * d);
         let op = OutPtr(out.as_mut_ptr());
-        let scale = 1.0 / (d as f32).sqrt();
         let group = n_head / n_kv;
         let qv = &qv;
         let work = move |h: usize| {
@@ -329,7 +397,13 @@ impl Llama {
                            gemm::Parallelism::None);
             }
             for (i, (row, p)) in scores.chunks_exact_mut(total).zip(probs.chunks_exact_mut(total)).enumerate() {
+                if let Some(c) = softcap {
+                    row.iter_mut().for_each(|x| *x = c * (*x / c).tanh());
+                }
                 row[start + i + 1..].fill(f32::NEG_INFINITY); // query start+i sees keys 0..=start+i
+                if let Some(w) = window {
+                    row[..(start + i + 1).saturating_sub(w)].fill(f32::NEG_INFINITY); // and only the last w
+                }
                 softmax_row_f32(&*row, p, false);
             }
             // SAFETY: head h writes its own d columns of each output row (row stride heads·d).
@@ -365,7 +439,8 @@ impl Llama {
             q = candle_nn::ops::rms_norm(&q, qn, self.cfg.eps)?;
             k = candle_nn::ops::rms_norm(&k, kn, self.cfg.eps)?;
         }
-        let (cos, sin) = self.rope_dev.as_ref().ok_or_else(|| candle_core::Error::Msg("no rotary tables".into()))?;
+        let (table, window) = self.layer_rope(layer);
+        let (cos, sin) = table.dev.as_ref().ok_or_else(|| candle_core::Error::Msg("no rotary tables".into()))?;
         let (cos, sin) = (cos.narrow(0, start, s)?, sin.narrow(0, start, s)?);
         let neox = self.cfg.neox;
         let rope = |x: &Tensor| if neox { candle_nn::rotary_emb::rope(x, &cos, &sin) } else { candle_nn::rotary_emb::rope_i(x, &cos, &sin) };
@@ -401,11 +476,15 @@ impl Llama {
         let group = n_head / n_kv;
         // Query head h = g·group + j reads key/value head g: (kv heads, group·s, d) against (kv heads, total, d).
         let qg = q.reshape((n_kv, group * s, d))?;
-        let mut scores = (qg.matmul(&kk.t()?)? * (1.0 / (d as f64).sqrt()))?;
-        if s > 1 {
-            // query start+i sees keys 0..=start+i
+        let mut scores = (qg.matmul(&kk.t()?)? * self.cfg.q_scale as f64)?;
+        if let Some(c) = self.cfg.attn_softcap {
+            scores = ((scores / c as f64)?.tanh()? * c as f64)?;
+        }
+        if s > 1 || window.is_some_and(|w| total > w) {
+            // query start+i sees keys 0..=start+i (the last w of them on a sliding layer)
+            let lo = |i: usize| window.map_or(0, |w| (start + i + 1).saturating_sub(w));
             let mask: Vec<f32> = (0..s)
-                .flat_map(|i| (0..total).map(move |j| if j <= start + i { 0.0 } else { f32::NEG_INFINITY }))
+                .flat_map(|i| (0..total).map(move |j| if j <= start + i && j >= lo(i) { 0.0 } else { f32::NEG_INFINITY }))
                 .collect();
             let mask = Tensor::from_vec(mask, (s, total), &self.dev)?;
             scores = scores.reshape((n_kv, group, s, total))?.broadcast_add(&mask)?.reshape((n_kv, group * s, total))?;

@@ -26,8 +26,10 @@ use llama::{Config, Llama};
 /// Architectures `llama.rs` runs: llama's tensor names under their own metadata prefix. qwen2 adds
 /// q/k/v biases and rotates NEOX-style (halves, not pairs), as llama.cpp runs it; qwen3 has no
 /// biases but RMS-normalises each head of q and k, with a head dim of its own (`key_length`); phi3
-/// stacks q/k/v and gate/up into one matrix each and may carry LongRoPE factors.
-const LLAMA_ARCHS: [&str; 4] = ["llama", "qwen2", "qwen3", "phi3"];
+/// stacks q/k/v and gate/up into one matrix each and may carry LongRoPE factors; gemma scales the
+/// embeddings by sqrt(width) and gates with GELU, gemma2 adds post-norms, soft-capping and
+/// sliding-window layers, gemma3 q/k norms and its sliding layers' own rotary base.
+const LLAMA_ARCHS: [&str; 7] = ["llama", "qwen2", "qwen3", "phi3", "gemma", "gemma2", "gemma3"];
 
 fn meta_u64(meta: &Bound<'_, PyDict>, key: &str) -> PyResult<Option<u64>> {
     match meta.get_item(key)? {
@@ -104,8 +106,48 @@ fn check_llama(meta: &Bound<'_, PyDict>, spans: &[TensorSpan], arch: &str) -> Py
         _ => return Err(bad(format!("token_embd.weight has shape {:?}, expected (vocab, {emb})", embd.dims))),
     };
     let (n_head, head_dim) = (heads as usize, head_dim as usize);
-    let neox = matches!(arch, "qwen2" | "qwen3" | "phi3");
-    let cfg = Config { n_head, n_kv_head: kv_heads as usize, head_dim, rope_dim: rope as usize, rope_base, eps, max_pos, neox, rope_mscale };
+    let gemma = arch.starts_with("gemma");
+    let neox = matches!(arch, "qwen2" | "qwen3" | "phi3") || gemma;
+    let positive = |key: &str| -> PyResult<Option<f32>> {
+        match meta.get_item(format!("{arch}.{key}"))? {
+            None => Ok(None),
+            Some(v) => match v.extract::<f32>() {
+                Ok(x) if x > 0.0 && x.is_finite() => Ok(Some(x)),
+                _ => Err(bad(format!("{arch}.{key} must be a positive number"))),
+            },
+        }
+    };
+    // Sliding-window layers (llama.cpp's patterns: gemma2 every other layer, gemma3 five of six).
+    let window = match (opt("attention.sliding_window")?, arch) {
+        (Some(w), "gemma2" | "gemma3") if w > 0 => {
+            let pattern = opt("attention.sliding_window_pattern")?.unwrap_or(if arch == "gemma2" { 2 } else { 6 });
+            Some((w as usize, pattern as usize))
+        }
+        _ => None,
+    };
+    let linear = match meta.get_item(format!("{arch}.rope.scaling.type"))? {
+        Some(t) if t.extract::<String>().is_ok_and(|t| t == "linear") => positive("rope.scaling.factor")?.unwrap_or(1.0),
+        _ => 1.0,
+    };
+    let cfg = Config {
+        n_head,
+        n_kv_head: kv_heads as usize,
+        head_dim,
+        rope_dim: rope as usize,
+        rope_base,
+        eps,
+        max_pos,
+        neox,
+        rope_mscale,
+        embed_scale: if gemma { (emb as f32).sqrt() } else { 1.0 },
+        gelu: gemma,
+        attn_softcap: if arch == "gemma2" { positive("attn_logit_softcapping")? } else { None },
+        final_softcap: if arch == "gemma2" { positive("final_logit_softcapping")? } else { None },
+        window,
+        rope_base_local: (arch == "gemma3").then_some(10000.0),
+        rope_linear: linear,
+        q_scale: 1.0 / (head_dim as f32).sqrt(),
+    };
     Ok((cfg, blocks as usize, vocab))
 }
 
