@@ -111,13 +111,17 @@ impl Llama {
         let q = |r: &mut R, name: &str| ct.tensor(r, name, &dev);
         let mm = |r: &mut R, name: &str| -> Result<QMatMul> { QMatMul::from_qtensor(onto(q(r, name)?, device)?) };
         let vec = |r: &mut R, name: &str| -> Result<Tensor> { q(r, name)?.dequantize(&dev)?.to_device(device) };
-        let embed_q = q(r, "token_embd.weight")?;
+        let embed_q = std::sync::Arc::new(q(r, "token_embd.weight")?);
         // Rows are looked up, not multiplied: kept in the file's quantization, dequantized per token.
-        let embed = Embedding::new(&embed_q)?;
+        let embed = Embedding::new(embed_q.clone())?;
         let output = if ct.tensor_infos.contains_key("output.weight") {
             mm(r, "output.weight")?
+        } else if device.is_cpu() {
+            // Tied: the output matmul reads the embedding's own blocks (one copy in memory).
+            QMatMul::from_arc(embed_q)?
         } else {
-            QMatMul::from_qtensor(onto(embed_q, device)?)?
+            let dims = embed_q.shape().dims().to_vec();
+            QMatMul::from_qtensor(crate::io::gguf::qtensor_from_bytes_on(embed_q.dtype(), &embed_q.data()?, dims, device)?)?
         };
         let norm = vec(r, "output_norm.weight")?;
         let mut layers = Vec::with_capacity(n_layers);
@@ -547,30 +551,31 @@ fn stack_rows(ts: &[QTensor]) -> Result<QTensor> {
 /// The token embedding table in its GGUF quantization (Q8_0 is half the size of f16), rows
 /// dequantized as they are looked up.
 struct Embedding {
-    dtype: candle_core::quantized::GgmlDType,
-    bytes: Vec<u8>,
+    /// The table as read (host memory), shared with a tied output matmul.
+    table: std::sync::Arc<QTensor>,
     row_bytes: usize,
     cols: usize,
 }
 
 impl Embedding {
-    fn new(t: &QTensor) -> Result<Self> {
-        let (rows, cols) = t.shape().dims2()?;
-        let dtype = t.dtype();
-        let bytes = t.data()?.into_owned();
-        if rows == 0 || cols % dtype.block_size() != 0 || bytes.len() % rows != 0 {
-            candle_core::bail!("token_embd.weight {:?} is not whole {dtype:?} rows", t.shape())
+    fn new(table: std::sync::Arc<QTensor>) -> Result<Self> {
+        let (rows, cols) = table.shape().dims2()?;
+        let dtype = table.dtype();
+        let len = table.data()?.len();
+        if rows == 0 || cols % dtype.block_size() != 0 || len % rows != 0 {
+            candle_core::bail!("token_embd.weight {:?} is not whole {dtype:?} rows", table.shape())
         }
-        Ok(Embedding { dtype, row_bytes: bytes.len() / rows, bytes, cols })
+        Ok(Embedding { row_bytes: len / rows, table, cols })
     }
 
     /// Rows `ids` as f32 (ids.len(), cols); ids are checked by the caller.
     fn rows(&self, ids: &[u32]) -> Result<Tensor> {
+        let bytes = self.table.data()?;
         let mut picked = Vec::with_capacity(ids.len() * self.row_bytes);
         for &i in ids {
-            picked.extend_from_slice(&self.bytes[i as usize * self.row_bytes..][..self.row_bytes]);
+            picked.extend_from_slice(&bytes[i as usize * self.row_bytes..][..self.row_bytes]);
         }
-        qtensor_from_bytes(self.dtype, &picked, vec![ids.len(), self.cols])?.dequantize(&Device::Cpu)?.to_dtype(DType::F32)
+        qtensor_from_bytes(self.table.dtype(), &picked, vec![ids.len(), self.cols])?.dequantize(&Device::Cpu)?.to_dtype(DType::F32)
     }
 }
 
