@@ -195,7 +195,14 @@ def test_tiny_model_and_hostile_metadata(tmp_path):
     bad = {"heads 0": {"llama.attention.head_count": 0}, "kv heads 3": {"llama.attention.head_count_kv": 3},
            "blocks 2**31": {"llama.block_count": 2 ** 31}, "rope 1000": {"llama.rope.dimension_count": 1000},
            "width": {"llama.embedding_length": 2 ** 30}, "no heads": {"llama.attention.head_count": None},
-           "experts": {"llama.expert_count": 2 ** 31}, "alignment 0": {"general.alignment": 0}}
+           "experts": {"llama.expert_count": 2 ** 31}, "alignment 0": {"general.alignment": 0},
+           "key length 0": {"llama.attention.key_length": 0},
+           "value length": {"llama.attention.value_length": 8},
+           "huge head": {"llama.attention.key_length": 2 ** 20, "llama.rope.dimension_count": 2 ** 20},
+           "attn factor": {"llama.rope.scaling.attn_factor": 100.0},
+           "rotary tables": {"llama.attention.head_count": 1, "llama.attention.head_count_kv": 1,
+                             "llama.attention.key_length": 65536, "llama.rope.dimension_count": 65536,
+                             "llama.context_length": 32768}}
     for name, over in bad.items():
         with pytest.raises(ValueError, match="invalid GGUF"):
             cb.models.from_gguf(_tiny_llama(tmp_path / "bad.gguf", **over))

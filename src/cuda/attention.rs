@@ -86,7 +86,8 @@ pub fn flash(q: &Tensor, k: &Tensor, v: &Tensor, mask: Option<(&Tensor, bool)>, 
     }
     let (b, hq, lq, d) = (qd[0], qd[1], qd[2], qd[3]);
     let (hkv, lk) = (kd[1], kd[2]);
-    if hq * lq > i32::MAX as usize || lk > i32::MAX as usize {
+    // Sizes past the kernel's int32 lengths or CUDA's 65535 grid rows take the unfused path.
+    if hq * lq > i32::MAX as usize || lk > i32::MAX as usize || hkv > 65535 || b > 65535 {
         return Ok(None);
     }
     // The additive mask in f32, in its own shape (size-1 dims are broadcast by stride 0).

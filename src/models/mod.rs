@@ -96,6 +96,10 @@ fn check_llama(meta: &Bound<'_, PyDict>, spans: &[TensorSpan], arch: &str) -> Py
             max_pos = max_pos.min(orig.max(1) as usize);
         }
     }
+    // The rotary tables (two for gemma3) hold max_pos · rope/2 cos and sin values: at most 1 GiB.
+    if max_pos as u64 * rope > 1 << 27 {
+        return Err(bad(format!("rotary tables of {max_pos} positions x {rope} dims")));
+    }
     let rope_mscale = float("rope.scaling.attn_factor", 1.0)?;
     if !(rope_mscale > 0.0 && rope_mscale < 16.0) {
         return Err(bad(format!("rope attention factor {rope_mscale} out of range")));
