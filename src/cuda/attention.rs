@@ -124,11 +124,15 @@ pub fn flash(q: &Tensor, k: &Tensor, v: &Tensor, mask: Option<(&Tensor, bool)>, 
             Some((m, st))
         }
     };
-    let fit = |t: &Tensor| -> PyResult<Tensor> {
-        Ok(if strides(t.layout()).is_some() { t.clone() } else { t.contiguous().py()? })
+    // Each operand as it is when the kernel can read its layout, else a contiguous copy.
+    let fit = |t: &Tensor| -> PyResult<Option<(Tensor, Strides)>> {
+        if let Some(st) = strides(t.layout()) {
+            return Ok(Some((t.clone(), st)));
+        }
+        let c = t.contiguous().py()?;
+        Ok(strides(c.layout()).map(|st| (c, st)))
     };
-    let (q, k, v) = (fit(q)?, fit(k)?, fit(v)?);
-    let (qs, ks, vs) = match (strides(q.layout()), strides(k.layout()), strides(v.layout())) {
+    let ((q, qs), (k, ks), (v, vs)) = match (fit(q)?, fit(k)?, fit(v)?) {
         (Some(a), Some(b), Some(c)) => (a, b, c),
         _ => return Ok(None),
     };

@@ -251,6 +251,12 @@ impl PyGgufLlama {
         self.vocab_size
     }
 
+    /// Positions the model takes (its trained context, at most the rotary tables' 32k).
+    #[getter]
+    fn max_positions(&self, py: Python<'_>) -> usize {
+        self.with_model(py, |m| m.max_positions())
+    }
+
     /// Logits (1, vocab) of the last position for `input_ids` (seq,) or (1, seq) placed at `start_pos`;
     /// the KV cache keeps positions `0..start_pos+seq`, and `start_pos=0` starts it afresh.
     fn forward(&self, py: Python<'_>, input_ids: &PyTensor, start_pos: usize) -> PyResult<PyTensor> {

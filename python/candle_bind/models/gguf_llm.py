@@ -25,12 +25,7 @@ class GGUFCausalLM:
         self.vocab_size: int = self._model.vocab_size
         # Positions the model takes: its trained context (the rotary tables span at most 32k; LongRoPE
         # files stop at their original context, where the short factors hold).
-        arch = self.architecture
-        ctx = int(self.metadata.get(f"{arch}.context_length") or 4096)
-        orig = self.metadata.get(f"{arch}.rope.scaling.original_context_length")
-        if arch == "phi3" and orig:
-            ctx = min(ctx, int(orig))
-        self.context_length: int = max(1, min(ctx, 32768))
+        self.context_length: int = self._model.max_positions
         self._tokenizer: Optional[GGUFTokenizer] = None
 
     def __reduce__(self):

@@ -12,7 +12,7 @@ thread_local! {
     static CUDNN: RefCell<HashMap<crate::cuda_backend::DeviceId, Arc<Cudnn>>> = HashMap::new().into();
     // candle-bind's patch: the algorithm cuDNN's heuristics pick (as torch with
     // cudnn.benchmark=False) and its workspace size, asked once per convolution shape.
-    static ALGOS: RefCell<HashMap<Vec<i64>, (cudarc::cudnn::sys::cudnnConvolutionFwdAlgo_t, usize)>> = HashMap::new().into();
+    static ALGOS: RefCell<HashMap<(crate::cuda_backend::DeviceId, Vec<i64>), (cudarc::cudnn::sys::cudnnConvolutionFwdAlgo_t, usize)>> = HashMap::new().into();
 }
 
 /// candle-bind's patch: whether convolutions go through cuDNN: asked for with CANDLE_BIND_CUDNN=1 and
@@ -28,7 +28,7 @@ pub fn available() -> bool {
 
 /// The cached (algorithm, workspace bytes) for `key`, else `pick`'s answer, remembered.
 fn cached_algo(
-    key: Vec<i64>,
+    key: (crate::cuda_backend::DeviceId, Vec<i64>),
     pick: impl FnOnce() -> crate::Result<(cudarc::cudnn::sys::cudnnConvolutionFwdAlgo_t, usize)>,
 ) -> crate::Result<(cudarc::cudnn::sys::cudnnConvolutionFwdAlgo_t, usize)> {
     if let Some(hit) = ALGOS.with(|a| a.borrow().get(&key).copied()) {
@@ -121,7 +121,7 @@ pub(crate) fn launch_conv2d<
         w: &w,
         y: &y,
     };
-    let (alg, workspace_size) = cached_algo(vec![device_id_key(&device_id), T::DTYPE as i64, 2, params.b_size as i64, params.c_in as i64, params.i_h as i64, params.i_w as i64, params.c_out as i64, params.k_h as i64, params.k_w as i64, params.padding as i64, params.stride as i64, params.dilation as i64, src_l.is_contiguous() as i64, src_l.stride()[0] as i64, src_l.stride()[1] as i64, src_l.stride()[2] as i64, src_l.stride()[3] as i64], || {
+    let (alg, workspace_size) = cached_algo((device_id, vec![T::DTYPE as i64, 2, params.b_size as i64, params.c_in as i64, params.i_h as i64, params.i_w as i64, params.c_out as i64, params.k_h as i64, params.k_w as i64, params.padding as i64, params.stride as i64, params.dilation as i64, src_l.is_contiguous() as i64, src_l.stride()[0] as i64, src_l.stride()[1] as i64, src_l.stride()[2] as i64, src_l.stride()[3] as i64]), || {
     let alg = match params.cudnn_fwd_algo {
         None => conv2d.pick_algorithm()?,
         Some(CandleAlgo::ImplicitGemm) => A::CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM,
@@ -225,7 +225,7 @@ pub(crate) fn launch_conv1d<
         w: &w,
         y: &y,
     };
-    let (alg, workspace_size) = cached_algo(vec![device_id_key(&device_id), T::DTYPE as i64, 1, params.b_size as i64, params.c_in as i64, params.l_in as i64, params.c_out as i64, params.k_size as i64, params.padding as i64, params.stride as i64, params.dilation as i64, src_l.is_contiguous() as i64, src_l.stride()[0] as i64, src_l.stride()[1] as i64, src_l.stride()[2] as i64], || {
+    let (alg, workspace_size) = cached_algo((device_id, vec![T::DTYPE as i64, 1, params.b_size as i64, params.c_in as i64, params.l_in as i64, params.c_out as i64, params.k_size as i64, params.padding as i64, params.stride as i64, params.dilation as i64, src_l.is_contiguous() as i64, src_l.stride()[0] as i64, src_l.stride()[1] as i64, src_l.stride()[2] as i64]), || {
     let alg = match params.cudnn_fwd_algo {
         None => conv1d.pick_algorithm()?,
         Some(CandleAlgo::ImplicitGemm) => A::CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM,
@@ -255,11 +255,4 @@ pub(crate) fn launch_conv1d<
         )?;
     }
     Ok(())
-}
-
-fn device_id_key(id: &crate::cuda_backend::DeviceId) -> i64 {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    id.hash(&mut h);
-    h.finish() as i64
 }
