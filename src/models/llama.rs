@@ -73,12 +73,31 @@ struct Layer {
     down: QMatMul,
     attn_norm: Tensor,
     ffn_norm: Tensor,
-    /// Keys and values after RoPE, laid out [kv head][position][head_dim], `cap` positions each.
+}
+
+/// One layer's keys and values of one sequence, after RoPE.
+#[derive(Default)]
+struct Kv {
+    /// Laid out [kv head][position][head_dim], `cap` positions each.
     k: Vec<f32>,
     v: Vec<f32>,
     cap: usize,
     /// The same on a GPU: (kv heads, cap, head_dim) device tensors.
-    kv_dev: Option<(Tensor, Tensor)>,
+    dev: Option<(Tensor, Tensor)>,
+}
+
+/// One sequence's KV cache: a slot that a batched step reads and extends.
+struct Cache {
+    layers: Vec<Kv>,
+    /// Positions held.
+    len: usize,
+}
+
+/// One sequence's part of a batched step: `tokens` placed at positions `start..` of cache `slot`.
+pub struct Seq<'a> {
+    pub slot: u32,
+    pub tokens: &'a [u32],
+    pub start: usize,
 }
 
 pub struct Llama {
@@ -89,8 +108,8 @@ pub struct Llama {
     output: QMatMul,
     /// Rotary tables: the global layers' first, the sliding layers' own second (gemma3).
     rope: Vec<RopeTable>,
-    /// Positions held in the KV caches.
-    len: usize,
+    /// KV caches by slot (sequences of a batch; slot 0 is the single-sequence `forward`'s).
+    caches: std::collections::HashMap<u32, Cache>,
     dev: Device,
     /// Whether attention runs as device tensor ops (a GPU, or the generic test mode).
     on_device: bool,
@@ -194,10 +213,6 @@ impl Llama {
                 down: QMatMul::from_qtensor(onto(down, device)?)?,
                 attn_norm: vec(r, &p("attn_norm"))?,
                 ffn_norm: vec(r, &p("ffn_norm"))?,
-                k: Vec::new(),
-                v: Vec::new(),
-                cap: 0,
-                kv_dev: None,
             });
         }
         // θᵢ = base^(-2i / rope_dim), in f32 as Candle's and llama.cpp's tables.
@@ -246,7 +261,7 @@ impl Llama {
         if let Some(base) = cfg.rope_base_local {
             rope.push(table(&thetas(base))?);
         }
-        Ok(Llama { cfg, embed, layers, norm, output, rope, len: 0, dev: device.clone(), on_device })
+        Ok(Llama { cfg, embed, layers, norm, output, rope, caches: Default::default(), dev: device.clone(), on_device })
     }
 
     /// The rotary table of `layer` (gemma3's sliding layers have their own) and its key window.
@@ -260,29 +275,65 @@ impl Llama {
         self.cfg.max_pos
     }
 
-    /// Positions held in the KV caches.
-    pub fn cached(&self) -> usize {
-        self.len
+    /// Positions held in slot `slot`'s KV cache (0 when it has none).
+    pub fn cached(&self, slot: u32) -> usize {
+        self.caches.get(&slot).map_or(0, |c| c.len)
     }
 
+    /// Drops every slot's cache.
     pub fn clear(&mut self) {
-        self.len = 0;
-        for l in &mut self.layers {
-            (l.k, l.v, l.cap, l.kv_dev) = (Vec::new(), Vec::new(), 0, None);
-        }
+        self.caches.clear();
     }
 
-    /// Logits (vocab,) of the last of `tokens` placed at positions `start..`; the caches keep
-    /// `0..start` from earlier calls (`start` may rewind, never skip ahead).
+    /// Drops one slot's cache (a finished sequence's memory comes back at once).
+    pub fn release(&mut self, slot: u32) {
+        self.caches.remove(&slot);
+    }
+
+    /// Bytes the KV caches hold now (host and device).
+    pub fn kv_bytes(&self) -> usize {
+        let per_pos = self.cfg.n_kv_head * self.cfg.head_dim * 2 * std::mem::size_of::<f32>();
+        self.caches.values().flat_map(|c| &c.layers).map(|l| l.cap * per_pos).sum()
+    }
+
+    /// Bytes one cached position takes over all layers (keys and values).
+    pub fn kv_bytes_per_position(&self) -> usize {
+        self.layers.len() * self.cfg.n_kv_head * self.cfg.head_dim * 2 * std::mem::size_of::<f32>()
+    }
+
+    /// Logits (vocab,) of the last of `tokens` placed at positions `start..` of slot 0's cache,
+    /// which keeps `0..start` from earlier calls (`start` may rewind, never skip ahead).
     pub fn forward(&mut self, tokens: &[u32], start: usize) -> Result<Tensor> {
-        let s = tokens.len();
-        if start > self.len {
-            candle_core::bail!("start_pos {start} is past the {} positions in the cache", self.len)
+        self.forward_batch(&[Seq { slot: 0, tokens, start }])?.squeeze(0)
+    }
+
+    /// One step over several sequences, each in its own cache slot: logits (sequences, vocab) of
+    /// each one's last token. The projections run once over all their rows (the weights are read
+    /// once per step, not once per sequence); attention reads each sequence's own cache. A row's
+    /// numbers do not depend on the rows beside it (the quantized kernels compute each row alone),
+    /// so a sequence decodes the same in a batch as alone.
+    pub fn forward_batch(&mut self, seqs: &[Seq]) -> Result<Tensor> {
+        if seqs.is_empty() {
+            candle_core::bail!("a step needs at least one sequence")
         }
-        if s == 0 || start + s > self.cfg.max_pos {
-            candle_core::bail!("positions {start}..{} are outside 0..{}", start + s, self.cfg.max_pos)
+        for (i, q) in seqs.iter().enumerate() {
+            let held = self.cached(q.slot);
+            if q.start > held {
+                candle_core::bail!("start_pos {} is past the {held} positions in the cache", q.start)
+            }
+            if q.tokens.is_empty() || q.start + q.tokens.len() > self.cfg.max_pos {
+                candle_core::bail!("positions {}..{} are outside 0..{}", q.start, q.start + q.tokens.len(), self.cfg.max_pos)
+            }
+            if seqs[..i].iter().any(|p| p.slot == q.slot) {
+                candle_core::bail!("cache slot {} appears twice in one step", q.slot)
+            }
         }
-        let mut x = self.embed.rows(tokens)?.to_device(&self.dev)?;
+        let n_layers = self.layers.len();
+        for q in seqs {
+            self.caches.entry(q.slot).or_insert_with(|| Cache { layers: (0..n_layers).map(|_| Kv::default()).collect(), len: 0 });
+        }
+        let tokens: Vec<u32> = seqs.iter().flat_map(|q| q.tokens.iter().copied()).collect();
+        let mut x = self.embed.rows(&tokens)?.to_device(&self.dev)?;
         if self.cfg.embed_scale != 1.0 {
             x = (x * self.cfg.embed_scale as f64)?;
         }
@@ -293,7 +344,7 @@ impl Llama {
             if let Some(b) = &self.layers[i].qkv_bias {
                 qkv = qkv.broadcast_add(b)?;
             }
-            let a = if self.on_device { self.attend_device(i, &qkv, start)? } else { self.attend(i, &qkv, start)? };
+            let a = if self.on_device { self.attend_device(i, &qkv, seqs)? } else { self.attend(i, &qkv, seqs)? };
             let l = &self.layers[i];
             let mut a = l.wo.forward(&a)?;
             if let Some(n) = &l.post_attn_norm {
@@ -311,9 +362,22 @@ impl Llama {
             }
             x = (x + f)?;
         }
-        self.len = start + s;
-        let last = candle_nn::ops::rms_norm(&x.narrow(0, s - 1, 1)?, &self.norm, eps)?;
-        let logits = self.output.forward(&last)?.squeeze(0)?;
+        // Each sequence's last row.
+        let mut last = Vec::with_capacity(seqs.len());
+        let mut row = 0u32;
+        for q in seqs {
+            row += q.tokens.len() as u32;
+            last.push(row - 1);
+            if let Some(c) = self.caches.get_mut(&q.slot) {
+                c.len = q.start + q.tokens.len();
+            }
+        }
+        let x = if seqs.len() == 1 {
+            x.narrow(0, tokens.len() - 1, 1)?
+        } else {
+            x.index_select(&Tensor::new(last.as_slice(), x.device())?, 0)?
+        };
+        let logits = self.output.forward(&candle_nn::ops::rms_norm(&x, &self.norm, eps)?)?;
         match self.cfg.final_softcap {
             Some(c) => (logits / c as f64)?.tanh()? * c as f64,
             None => Ok(logits),
@@ -338,14 +402,15 @@ impl Llama {
         }
     }
 
-    /// Causal attention of q over the cached keys/values 0..start+s after appending k and v, from
-    /// `qkv` (s, (heads + 2·kv_heads)·d); the result (s, heads·d) is laid out for the output projection.
-    fn attend(&mut self, layer: usize, qkv: &Tensor, start: usize) -> Result<Tensor> {
+    /// Causal attention of each sequence's queries over its cached keys/values 0..start+s after
+    /// appending its k and v, from `qkv` (rows of all sequences, (heads + 2·kv_heads)·d each); the
+    /// result (rows, heads·d) is laid out for the output projection.
+    fn attend(&mut self, layer: usize, qkv: &Tensor, seqs: &[Seq]) -> Result<Tensor> {
         let Config { n_head, n_kv_head: n_kv, head_dim: d, .. } = self.cfg;
-        let s = qkv.dim(0)?;
+        let rows = qkv.dim(0)?;
         let all = qkv.flatten_all()?.to_vec1::<f32>()?;
         let (nq, nk) = (n_head * d, n_kv * d);
-        let (mut qv, mut kv, mut vv) = (Vec::with_capacity(s * nq), Vec::with_capacity(s * nk), Vec::with_capacity(s * nk));
+        let (mut qv, mut kv, mut vv) = (Vec::with_capacity(rows * nq), Vec::with_capacity(rows * nk), Vec::with_capacity(rows * nk));
         for row in all.chunks_exact(nq + 2 * nk) {
             qv.extend_from_slice(&row[..nq]);
             kv.extend_from_slice(&row[nq..nq + nk]);
@@ -357,46 +422,69 @@ impl Llama {
             head_rms_norm(&mut kv, &kn.to_vec1::<f32>()?, eps);
         }
         let (table, window) = self.layer_rope(layer);
-        self.rope(table, &mut qv, n_head, start);
-        self.rope(table, &mut kv, n_kv, start);
-        let (softcap, scale) = (self.cfg.attn_softcap, self.cfg.q_scale);
-        let total = start + s;
-        let l = &mut self.layers[layer];
-        if total > l.cap {
-            // Grow by doubling (up to the rotary table's length), keeping the positions before `start`.
-            let cap = total.next_power_of_two().max(256).min(self.cfg.max_pos).max(total);
-            let (mut nk, mut nv) = (vec![0f32; n_kv * cap * d], vec![0f32; n_kv * cap * d]);
-            if l.cap > 0 {
+        let mut off = 0;
+        for q in seqs {
+            let s = q.tokens.len();
+            self.rope(table, &mut qv[off * nq..(off + s) * nq], n_head, q.start);
+            self.rope(table, &mut kv[off * nk..(off + s) * nk], n_kv, q.start);
+            off += s;
+        }
+        let (softcap, scale, max_pos) = (self.cfg.attn_softcap, self.cfg.q_scale, self.cfg.max_pos);
+        // Append each sequence's keys and values to its cache.
+        let mut off = 0;
+        for q in seqs {
+            let (s, start) = (q.tokens.len(), q.start);
+            let total = start + s;
+            let l = self.caches.get_mut(&q.slot).map(|c| &mut c.layers[layer])
+                .ok_or_else(|| candle_core::Error::Msg(format!("no cache in slot {}", q.slot)))?;
+            if total > l.cap {
+                // Grow by doubling (up to the rotary table's length), keeping the positions before `start`.
+                let cap = total.next_power_of_two().max(256).min(max_pos).max(total);
+                let (mut nk_, mut nv_) = (vec![0f32; n_kv * cap * d], vec![0f32; n_kv * cap * d]);
+                if l.cap > 0 {
+                    for g in 0..n_kv {
+                        nk_[g * cap * d..][..start * d].copy_from_slice(&l.k[g * l.cap * d..][..start * d]);
+                        nv_[g * cap * d..][..start * d].copy_from_slice(&l.v[g * l.cap * d..][..start * d]);
+                    }
+                }
+                (l.k, l.v, l.cap) = (nk_, nv_, cap);
+            }
+            let cap = l.cap;
+            for i in 0..s {
                 for g in 0..n_kv {
-                    nk[g * cap * d..][..start * d].copy_from_slice(&l.k[g * l.cap * d..][..start * d]);
-                    nv[g * cap * d..][..start * d].copy_from_slice(&l.v[g * l.cap * d..][..start * d]);
+                    let at = (g * cap + start + i) * d;
+                    l.k[at..at + d].copy_from_slice(&kv[((off + i) * n_kv + g) * d..][..d]);
+                    l.v[at..at + d].copy_from_slice(&vv[((off + i) * n_kv + g) * d..][..d]);
                 }
             }
-            (l.k, l.v, l.cap) = (nk, nv, cap);
+            off += s;
         }
-        let cap = l.cap;
-        for i in 0..s {
-            for g in 0..n_kv {
-                let at = (g * cap + start + i) * d;
-                l.k[at..at + d].copy_from_slice(&kv[(i * n_kv + g) * d..][..d]);
-                l.v[at..at + d].copy_from_slice(&vv[(i * n_kv + g) * d..][..d]);
-            }
+        // (sequence's cache, its first row, rows, start) for each sequence.
+        let mut parts = Vec::with_capacity(seqs.len());
+        let mut off = 0;
+        for q in seqs {
+            let l = self.caches.get(&q.slot).map(|c| &c.layers[layer])
+                .ok_or_else(|| candle_core::Error::Msg(format!("no cache in slot {}", q.slot)))?;
+            parts.push((l, off, q.tokens.len(), q.start));
+            off += q.tokens.len();
         }
-        let (kc, vc) = (&l.k, &l.v);
-        let mut out = crate::tensor::kernels::uninit_vec::<f32>(s * n_head * d);
+        let mut out = crate::tensor::kernels::uninit_vec::<f32>(rows * n_head * d);
         let op = OutPtr(out.as_mut_ptr());
         let group = n_head / n_kv;
-        let qv = &qv;
-        let work = move |h: usize| {
+        let (qv, parts) = (&qv, &parts);
+        // One work item per (sequence, query head).
+        let work = move |item: usize| {
             let op = op;
-            let g = h / group;
-            let (kh, vh) = (&kc[g * cap * d..][..total * d], &vc[g * cap * d..][..total * d]);
+            let (p, h) = (item / n_head, item % n_head);
+            let (l, off, s, start) = parts[p];
+            let (total, cap, g) = (start + s, l.cap, h / group);
+            let (kh, vh) = (&l.k[g * cap * d..][..total * d], &l.v[g * cap * d..][..total * d]);
             let mut scores = crate::tensor::kernels::uninit_vec::<f32>(s * total);
             let mut probs = crate::tensor::kernels::uninit_vec::<f32>(s * total);
-            // SAFETY: q rows of head h are (s, d) at row stride heads·d; keys (d, total) read as kᵀ;
-            // `scores` holds s·total.
+            // SAFETY: q rows of head h are (s, d) at row stride heads·d from row `off`; keys
+            // (d, total) read as kᵀ; `scores` holds s·total.
             unsafe {
-                gemm::gemm(s, total, d, scores.as_mut_ptr(), 1, total as isize, false, qv[h * d..].as_ptr(), 1,
+                gemm::gemm(s, total, d, scores.as_mut_ptr(), 1, total as isize, false, qv[(off * n_head + h) * d..].as_ptr(), 1,
                            (n_head * d) as isize, kh.as_ptr(), d as isize, 1, 0.0, scale, false, false, false,
                            gemm::Parallelism::None);
             }
@@ -410,27 +498,43 @@ impl Llama {
                 }
                 softmax_row_f32(&*row, p, false);
             }
-            // SAFETY: head h writes its own d columns of each output row (row stride heads·d).
+            // SAFETY: (sequence, head) writes its own d columns of its own rows (row stride heads·d).
             unsafe {
-                gemm::gemm(s, d, total, op.0.add(h * d), 1, (n_head * d) as isize, false, probs.as_ptr(), 1,
+                gemm::gemm(s, d, total, op.0.add((off * n_head + h) * d), 1, (n_head * d) as isize, false, probs.as_ptr(), 1,
                            total as isize, vh.as_ptr(), 1, d as isize, 0.0, 1.0, false, false, false,
                            gemm::Parallelism::None);
             }
         };
         // Decoding one token is a few hundred kFLOP: waking the pool costs more than it saves (and
         // competes with the quantized matmuls' own spinning workers on few cores).
-        if s * total * d * n_head < 1 << 20 {
-            (0..n_head).for_each(work);
+        let flops: usize = parts.iter().map(|&(_, _, s, start)| s * (start + s)).sum::<usize>() * d * n_head;
+        if flops < 1 << 20 {
+            (0..parts.len() * n_head).for_each(work);
         } else {
-            for_each(n_head, &work);
+            for_each(parts.len() * n_head, &work);
         }
-        Tensor::from_vec(out, (s, n_head * d), &Device::Cpu)
+        Tensor::from_vec(out, (rows, n_head * d), &Device::Cpu)
+    }
+
+    /// `attend` on a GPU, one sequence after another.
+    fn attend_device(&mut self, layer: usize, qkv: &Tensor, seqs: &[Seq]) -> Result<Tensor> {
+        let mut outs = Vec::with_capacity(seqs.len());
+        let mut off = 0;
+        for q in seqs {
+            let s = q.tokens.len();
+            outs.push(self.attend_device_one(layer, &qkv.narrow(0, off, s)?, q.slot, q.start)?);
+            off += s;
+        }
+        if outs.len() == 1 {
+            return Ok(outs.swap_remove(0));
+        }
+        Tensor::cat(&outs, 0)
     }
 
     /// `attend` on a GPU: the same computation as device tensor ops (q and k rotated by candle-nn's
     /// interleaved RoPE kernel, k and v written into the layer's device cache, each key/value head's
     /// query heads batched into one matmul against it).
-    fn attend_device(&mut self, layer: usize, qkv: &Tensor, start: usize) -> Result<Tensor> {
+    fn attend_device_one(&mut self, layer: usize, qkv: &Tensor, slot: u32, start: usize) -> Result<Tensor> {
         let Config { n_head, n_kv_head: n_kv, head_dim: d, rope_dim, .. } = self.cfg;
         let s = qkv.dim(0)?;
         let (nq, nk) = (n_head * d, n_kv * d);
@@ -461,19 +565,20 @@ impl Llama {
         let (q, k) = (rotate(q)?, rotate(k)?.contiguous()?);
         let total = start + s;
         let max_pos = self.cfg.max_pos;
-        let l = &mut self.layers[layer];
+        let l = self.caches.get_mut(&slot).map(|c| &mut c.layers[layer])
+            .ok_or_else(|| candle_core::Error::Msg(format!("no cache in slot {slot}")))?;
         if total > l.cap {
             let cap = total.next_power_of_two().max(256).min(max_pos).max(total);
             let (nk_, nv_) = (Tensor::zeros((n_kv, cap, d), DType::F32, &self.dev)?, Tensor::zeros((n_kv, cap, d), DType::F32, &self.dev)?);
-            if let Some((ok, ov)) = &l.kv_dev {
+            if let Some((ok, ov)) = &l.dev {
                 if start > 0 {
                     nk_.slice_set(&ok.narrow(1, 0, start)?.contiguous()?, 1, 0)?;
                     nv_.slice_set(&ov.narrow(1, 0, start)?.contiguous()?, 1, 0)?;
                 }
             }
-            (l.kv_dev, l.cap) = (Some((nk_, nv_)), cap);
+            (l.dev, l.cap) = (Some((nk_, nv_)), cap);
         }
-        let (kc, vc) = l.kv_dev.as_ref().ok_or_else(|| candle_core::Error::Msg("no KV cache".into()))?;
+        let (kc, vc) = l.dev.as_ref().ok_or_else(|| candle_core::Error::Msg("no KV cache".into()))?;
         kc.slice_set(&k, 1, start)?;
         vc.slice_set(&v.contiguous()?, 1, start)?;
         let (kk, vv) = (kc.narrow(1, 0, total)?, vc.narrow(1, 0, total)?);

@@ -21,7 +21,7 @@ use crate::io::gguf::{parse, TensorSpan};
 use crate::tensor::PyTensor;
 
 mod llama;
-use llama::{Config, Llama};
+use llama::{Config, Llama, Seq};
 
 /// Architectures `llama.rs` runs: llama's tensor names under their own metadata prefix. qwen2 adds
 /// q/k/v biases and rotates NEOX-style (halves, not pairs), as llama.cpp runs it; qwen3 has no
@@ -185,9 +185,9 @@ impl PyGgufLlama {
         }
         self.check_ids(&tokens)?;
         let logits = self.with_model(py, |m| {
-            if start_pos > m.cached() {
+            if start_pos > m.cached(0) {
                 return Err(value_err(format!("GgufLlama: start_pos {start_pos} is past the {} positions in the cache",
-                                             m.cached())));
+                                             m.cached(0))));
             }
             if start_pos + tokens.len() > m.max_positions() {
                 return Err(value_err(format!("GgufLlama: positions up to {} asked, the model holds {}",
@@ -281,6 +281,61 @@ impl PyGgufLlama {
     }
 
     /// Drops the KV cache.
+    /// One step over several sequences: `seqs` holds (cache slot, new tokens, start position) per
+    /// sequence; the logits (sequences, vocab) of each one's last token.
+    fn step_batch(&self, py: Python<'_>, seqs: Vec<(u32, Vec<u32>, usize)>) -> PyResult<PyTensor> {
+        if seqs.is_empty() {
+            return Err(value_err("GgufLlama.step_batch: no sequences"));
+        }
+        for (i, (slot, tokens, _)) in seqs.iter().enumerate() {
+            if tokens.is_empty() {
+                return Err(value_err(format!("GgufLlama.step_batch: sequence {i} has no tokens")));
+            }
+            if seqs[..i].iter().any(|(s, _, _)| s == slot) {
+                return Err(value_err(format!("GgufLlama.step_batch: cache slot {slot} appears twice")));
+            }
+            self.check_ids(tokens)?;
+        }
+        let logits = self.with_model(py, |m| {
+            for (slot, tokens, start) in &seqs {
+                if *start > m.cached(*slot) {
+                    return Err(value_err(format!("GgufLlama.step_batch: start_pos {start} is past the {} positions in slot {slot}'s cache",
+                                                 m.cached(*slot))));
+                }
+                if start + tokens.len() > m.max_positions() {
+                    return Err(value_err(format!("GgufLlama.step_batch: positions up to {} asked, the model holds {}",
+                                                 start + tokens.len(), m.max_positions())));
+                }
+            }
+            let batch: Vec<Seq> = seqs.iter().map(|(slot, tokens, start)| Seq { slot: *slot, tokens, start: *start }).collect();
+            guarded("forward", || m.forward_batch(&batch))
+        })?;
+        Ok(PyTensor::new(logits, DType::F32))
+    }
+
+    /// Positions held in cache slot `slot` (0 if it holds none).
+    #[pyo3(signature = (slot=0))]
+    fn cached(&self, py: Python<'_>, slot: u32) -> usize {
+        self.with_model(py, |m| m.cached(slot))
+    }
+
+    /// Frees cache slot `slot` (a finished sequence's).
+    fn release(&self, py: Python<'_>, slot: u32) {
+        self.with_model(py, |m| m.release(slot));
+    }
+
+    /// Bytes held by the KV caches of every slot.
+    #[getter]
+    fn kv_cache_bytes(&self, py: Python<'_>) -> usize {
+        self.with_model(py, |m| m.kv_bytes())
+    }
+
+    /// Bytes one cached position takes (all layers, keys and values).
+    #[getter]
+    fn kv_bytes_per_position(&self, py: Python<'_>) -> usize {
+        self.with_model(py, |m| m.kv_bytes_per_position())
+    }
+
     fn clear_kv_cache(&self, py: Python<'_>) {
         self.with_model(py, |m| m.clear());
     }

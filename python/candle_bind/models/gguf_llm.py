@@ -1,5 +1,5 @@
-"""Quantized GGUF language models on Candle's own implementation (candle-transformers'
-`quantized_llama`), with a KV cache, sampling in Rust and the file's tokenizer."""
+"""Quantized GGUF language models on our Rust forward (`src/models/`) over Candle's quantized
+matmuls, with KV caches per sequence, batched generation, sampling in Rust and the file's tokenizer."""
 
 from __future__ import annotations
 
@@ -7,7 +7,22 @@ import os
 from typing import Iterable, Iterator, List, Optional, Sequence, Union
 
 from .. import _C
+from .batching import ContinuousBatcher
 from .gguf_tokenizer import GGUFTokenizer
+
+
+def _is_batch(ids) -> bool:
+    # A list of prompts (strings or token lists), not one prompt (a string or a list of ints).
+    return not isinstance(ids, str) and isinstance(ids, (list, tuple)) and len(ids) > 0 \
+        and all(isinstance(p, (str, list, tuple)) for p in ids)
+
+
+def _per_prompt(value, n: int, name: str) -> list:
+    if isinstance(value, (list, tuple)):
+        if len(value) != n:
+            raise ValueError(f"{name}: {len(value)} values for {n} prompts")
+        return list(value)
+    return [value] * n
 
 
 class GGUFCausalLM:
@@ -56,43 +71,62 @@ class GGUFCausalLM:
         """Drops the KV cache (a call with start_pos=0 also starts a fresh one)."""
         self._model.clear_kv_cache()
 
-    def stream(self, ids: Union[str, Sequence[int]], max_new_tokens: int = 256, temperature: float = 0.0,
+    def batcher(self, max_batch: int = 8, prefill_chunk: int = 256, kv_cache_limit: Optional[int] = None):
+        """A `ContinuousBatcher` over this model: requests join and leave between steps (see
+        `candle_bind.models.batching`)."""
+        return ContinuousBatcher(self, max_batch=max_batch, prefill_chunk=prefill_chunk, kv_cache_limit=kv_cache_limit)
+
+    @property
+    def kv_cache_bytes(self) -> int:
+        """Bytes the KV caches hold now (every sequence's)."""
+        return self._model.kv_cache_bytes
+
+    def stream(self, ids, max_new_tokens: Union[int, Sequence[int]] = 256, temperature: float = 0.0,
                top_k: Optional[int] = None, top_p: Optional[float] = None, repetition_penalty: float = 1.0,
-               seed: Optional[int] = None, stop: Optional[Iterable[Union[int, str]]] = None) -> Iterator[int]:
+               seed: Union[None, int, Sequence[Optional[int]]] = None, stop: Optional[Iterable[Union[int, str]]] = None,
+               max_batch: int = 8, prefill_chunk: int = 256, kv_cache_limit: Optional[int] = None) -> Iterator:
         """Yields new tokens one by one as they are computed. `ids` is the prompt (token ids, or text
         to encode); `temperature=0.0` is greedy; `stop` holds token ids (not yielded; the EOS token is
-        one by default) and strings (generation ends once the new text contains one)."""
-        prompt = self.tokenizer.encode(ids) if isinstance(ids, str) else [int(i) for i in ids]
-        if not prompt:
-            raise ValueError("generate: the prompt has no tokens")
-        if max_new_tokens < 0:
-            raise ValueError(f"max_new_tokens must be >= 0, got {max_new_tokens}")
-        eos = self.metadata.get("tokenizer.ggml.eos_token_id")
-        stop = ([] if eos is None else [eos]) if stop is None else list(stop)
-        stop_texts = [s for s in stop if isinstance(s, str)]
-        stop_ids = {int(s) for s in stop if not isinstance(s, str)}
-        sampler = _C.Sampler(float(temperature), top_k, top_p, float(repetition_penalty), seed)
-        penalise = repetition_penalty != 1.0
-        context = list(prompt)
-        new: List[int] = []
-        logits = self._model.step(prompt, 0)
-        for n in range(max_new_tokens):
-            token = sampler.sample(logits, context if penalise else [])
-            if token in stop_ids:
-                return
-            yield token
-            new.append(token)
-            context.append(token)
-            if stop_texts and any(s in self.tokenizer.decode(new) for s in stop_texts):
-                return
-            if n + 1 < max_new_tokens:
-                logits = self._model.step([token], len(context) - 1)
+        one by default) and strings (generation ends once the new text contains one).
 
-    def generate(self, ids: Union[str, Sequence[int]], max_new_tokens: int = 256, temperature: float = 0.0,
+        A list of prompts decodes them together (continuous batching: at most `max_batch` at once, a
+        finished one's place taken by the next) and yields `(index, token)` pairs; `max_new_tokens`
+        and `seed` may then be lists, one per prompt (an int seed gives prompt i `seed + i`). Prompts
+        are fed in chunks of `prefill_chunk` tokens; `kv_cache_limit` bounds the caches' bytes."""
+        batched = _is_batch(ids)
+        prompts = list(ids) if batched else [ids]
+        n = len(prompts)
+        news = _per_prompt(max_new_tokens, n, "max_new_tokens")
+        if seed is None or isinstance(seed, int):
+            seeds = [None if seed is None else seed + i for i in range(n)]
+        else:
+            seeds = _per_prompt(seed, n, "seed")
+        stop = None if stop is None else list(stop)
+        b = self.batcher(max_batch=max_batch, prefill_chunk=prefill_chunk, kv_cache_limit=kv_cache_limit)
+        rids = [b.add(p, news[i], temperature, top_k, top_p, repetition_penalty, seeds[i], stop)
+                for i, p in enumerate(prompts)]
+        index = {rid: i for i, rid in enumerate(rids)}
+        try:
+            for rid, token, _ in b:
+                if token is not None:
+                    yield (index[rid], token) if batched else token
+        finally:
+            b.close()  # an abandoned stream frees its caches
+
+    def generate(self, ids, max_new_tokens: Union[int, Sequence[int]] = 256, temperature: float = 0.0,
                  top_k: Optional[int] = None, top_p: Optional[float] = None, repetition_penalty: float = 1.0,
-                 seed: Optional[int] = None, stop: Optional[Iterable[Union[int, str]]] = None) -> List[int]:
-        """The new tokens only (the prompt is not repeated); arguments as `stream`."""
-        return list(self.stream(ids, max_new_tokens, temperature, top_k, top_p, repetition_penalty, seed, stop))
+                 seed: Union[None, int, Sequence[Optional[int]]] = None, stop: Optional[Iterable[Union[int, str]]] = None,
+                 max_batch: int = 8, prefill_chunk: int = 256, kv_cache_limit: Optional[int] = None) -> List:
+        """The new tokens only (the prompt is not repeated); for a list of prompts, one list of new
+        tokens per prompt, decoded together. Arguments as `stream`."""
+        out = self.stream(ids, max_new_tokens, temperature, top_k, top_p, repetition_penalty, seed, stop,
+                          max_batch, prefill_chunk, kv_cache_limit)
+        if not _is_batch(ids):
+            return list(out)
+        tokens: List[List[int]] = [[] for _ in ids]
+        for i, token in out:
+            tokens[i].append(token)
+        return tokens
 
     def chat(self, messages, max_new_tokens: int = 256, **kwargs) -> str:
         """The assistant's reply to `messages` ([{"role": "user", "content": ...}]), through the file's

@@ -141,6 +141,178 @@ pub(crate) unsafe fn vec_dot4_q4_1_q8_1_vnni(xs: [&[BlockQ4_1]; 4], ys: &[BlockQ
     unsafe { q4_1_q8_1_dot4!(xs, ys, |a, b| _mm256_dpbusd_epi32(_mm256_setzero_si256(), a, b)) }
 }
 
+// candle-bind's patch: four Q4_1 weight rows against R Q8_1 activation rows (the matmul's step for
+// several rows: batched decoding, prefill tiles). Each weight block is unpacked once for all R rows
+// instead of once per row. Every result is bitwise `q4_1_q8_1_dot4`'s: the same products (d_x·d_y,
+// m_x·s_y, each of two f32 values) summed in the same order, only laid out differently in registers.
+macro_rules! q4_1_q8_1_dot4_rows {
+    ($xs:expr, $ys:expr, $out:expr, $r:expr, $sum_u8_i8:expr) => {{
+        let (xs, ys, out): ([&[BlockQ4_1]; 4], &[&[BlockQ8_1]], &mut [[f32; 4]]) = ($xs, $ys, $out);
+        let nb = xs.iter().map(|x| x.len()).chain(ys.iter().map(|y| y.len())).min().unwrap_or(0);
+        let low = _mm256_set1_epi8(0xF);
+        let mut acc = [[_mm256_setzero_ps(); 4]; $r];
+        let mut mins = [_mm_setzero_ps(); $r]; // lane w sums m_x(w) * s_y
+        for i in 0..nb {
+            // d_x of the four weight blocks in lanes 0..3, m_x in lanes 4..7: one conversion.
+            let dm = _mm256_cvtph_ps(_mm_set_epi16(
+                xs[3][i].m.to_bits() as i16, xs[2][i].m.to_bits() as i16, xs[1][i].m.to_bits() as i16, xs[0][i].m.to_bits() as i16,
+                xs[3][i].d.to_bits() as i16, xs[2][i].d.to_bits() as i16, xs[1][i].d.to_bits() as i16, xs[0][i].d.to_bits() as i16,
+            ));
+            let mx = _mm256_extractf128_ps::<1>(dm);
+            let dx = [
+                _mm256_permutevar8x32_ps(dm, _mm256_set1_epi32(0)),
+                _mm256_permutevar8x32_ps(dm, _mm256_set1_epi32(1)),
+                _mm256_permutevar8x32_ps(dm, _mm256_set1_epi32(2)),
+                _mm256_permutevar8x32_ps(dm, _mm256_set1_epi32(3)),
+            ];
+            let qx: [__m256i; 4] = std::array::from_fn(|w| {
+                let nib = _mm_loadu_si128(xs[w][i].qs.as_ptr() as *const __m128i);
+                _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(nib, 4), nib), low)
+            });
+            for j in 0..$r {
+                let y = &ys[j][i];
+                let yds = _mm_cvtph_ps(_mm_cvtsi32_si128(std::ptr::read_unaligned(y as *const BlockQ8_1 as *const i32)));
+                mins[j] = _mm_add_ps(mins[j], _mm_mul_ps(mx, _mm_shuffle_ps::<0b01_01_01_01>(yds, yds)));
+                let dy = _mm256_broadcastss_ps(yds);
+                let qy = _mm256_loadu_si256(y.qs.as_ptr() as *const __m256i);
+                for w in 0..4 {
+                    let sums = $sum_u8_i8(qx[w], qy);
+                    acc[j][w] = _mm256_fmadd_ps(_mm256_mul_ps(dx[w], dy), _mm256_cvtepi32_ps(sums), acc[j][w]);
+                }
+            }
+        }
+        for j in 0..$r {
+            let mut m = [0f32; 4];
+            _mm_storeu_ps(m.as_mut_ptr(), mins[j]);
+            out[j] = std::array::from_fn(|w| hsum_float_8(acc[j][w]) + m[w]);
+        }
+    }};
+}
+
+/// # Safety
+/// The CPU must have AVX2, FMA and F16C; `ys` and `out` hold R rows.
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(crate) unsafe fn vec_dot4_rows_q4_1_q8_1<const R: usize>(xs: [&[BlockQ4_1]; 4], ys: &[&[BlockQ8_1]], out: &mut [[f32; 4]]) {
+    let ones = _mm256_set1_epi16(1);
+    unsafe { q4_1_q8_1_dot4_rows!(xs, ys, out, R, |a, b| _mm256_madd_epi16(_mm256_maddubs_epi16(a, b), ones)) }
+}
+
+/// # Safety
+/// The CPU must have AVX2, FMA, F16C, AVX512-VL and AVX512-VNNI; `ys` and `out` hold R rows.
+#[target_feature(enable = "avx2,fma,f16c,avx512vl,avx512vnni")]
+pub(crate) unsafe fn vec_dot4_rows_q4_1_q8_1_vnni<const R: usize>(xs: [&[BlockQ4_1]; 4], ys: &[&[BlockQ8_1]], out: &mut [[f32; 4]]) {
+    unsafe { q4_1_q8_1_dot4_rows!(xs, ys, out, R, |a, b| _mm256_dpbusd_epi32(_mm256_setzero_si256(), a, b)) }
+}
+
+// candle-bind's patch: four Q8_0 weight rows against R Q8_0 activation rows, each weight block's
+// magnitude taken once for all R rows; bitwise `q8_0_dot4`'s results (the same products and sums).
+// AVX2 only: with AVX512-VNNI the 512-bit kernel below runs instead.
+macro_rules! q8_0_dot4_rows {
+    ($xs:expr, $ys:expr, $out:expr, $r:expr, $sum_u8_i8:expr) => {{
+        let (xs, ys, out): ([&[BlockQ8_0]; 4], &[&[BlockQ8_0]], &mut [[f32; 4]]) = ($xs, $ys, $out);
+        let nb = xs.iter().map(|x| x.len()).chain(ys.iter().map(|y| y.len())).min().unwrap_or(0);
+        let mut acc = [[_mm256_setzero_ps(); 4]; $r];
+        for i in 0..nb {
+            let dw = _mm_cvtph_ps(_mm_set_epi16(
+                0, 0, 0, 0,
+                xs[3][i].d.to_bits() as i16, xs[2][i].d.to_bits() as i16, xs[1][i].d.to_bits() as i16, xs[0][i].d.to_bits() as i16,
+            ));
+            let bx: [__m256i; 4] = std::array::from_fn(|w| _mm256_loadu_si256(xs[w][i].qs.as_ptr() as *const __m256i));
+            let ax: [__m256i; 4] = std::array::from_fn(|w| _mm256_sign_epi8(bx[w], bx[w]));
+            for j in 0..$r {
+                let y = &ys[j][i];
+                let d = _mm_mul_ps(dw, _mm_broadcastss_ps(_mm_cvtph_ps(_mm_cvtsi32_si128(y.d.to_bits() as i32))));
+                let ds = [
+                    _mm256_broadcastss_ps(d),
+                    _mm256_broadcastss_ps(_mm_shuffle_ps::<0b01_01_01_01>(d, d)),
+                    _mm256_broadcastss_ps(_mm_shuffle_ps::<0b10_10_10_10>(d, d)),
+                    _mm256_broadcastss_ps(_mm_shuffle_ps::<0b11_11_11_11>(d, d)),
+                ];
+                let by = _mm256_loadu_si256(y.qs.as_ptr() as *const __m256i);
+                for w in 0..4 {
+                    let q = $sum_u8_i8(ax[w], _mm256_sign_epi8(by, bx[w]));
+                    acc[j][w] = _mm256_fmadd_ps(ds[w], _mm256_cvtepi32_ps(q), acc[j][w]);
+                }
+            }
+        }
+        for j in 0..$r {
+            out[j] = std::array::from_fn(|w| hsum_float_8(acc[j][w]));
+        }
+    }};
+}
+
+/// # Safety
+/// The CPU must have AVX2, FMA and F16C; `ys` and `out` hold R rows.
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(crate) unsafe fn vec_dot4_rows_q8_0_q8_0<const R: usize>(xs: [&[BlockQ8_0]; 4], ys: &[&[BlockQ8_0]], out: &mut [[f32; 4]]) {
+    let ones = _mm256_set1_epi16(1);
+    unsafe { q8_0_dot4_rows!(xs, ys, out, R, |a, b| _mm256_madd_epi16(_mm256_maddubs_epi16(a, b), ones)) }
+}
+
+// candle-bind's patch: Q8_0 weights against Q8_0 activations on 512-bit registers, W weight rows
+// against R activation rows per call, two blocks per instruction. The activations are offset to
+// unsigned (a + 128, one xor) so that one vpdpbusd multiplies them with the signed weights; the
+// offset's share, 128·Σw per lane, is computed once per weight block pair for all R rows and is the
+// accumulator vpdpbusd starts from (negated). Integer sums are exact, so only the float steps set
+// the result: per block d_w·d_y times the sum, accumulated lane-wise with the even blocks in the low
+// half and the odd ones in the high half, reduced at the end. Each (weight row, activation row)
+// result goes through the same operations whatever W and R are, so the matmul can call this kernel
+// for every row count (W = 1, one weight row after another: one sequential stream from memory, for
+// a decoded row; W = 4 for several rows) and a row's result never depends on its neighbours.
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+pub(crate) unsafe fn vec_dot_rows_q8_0_q8_0_512<const W: usize, const R: usize>(
+    xs: [&[BlockQ8_0]; W],
+    ys: &[&[BlockQ8_0]],
+    out: &mut [[f32; 4]],
+) {
+    let nb = xs.iter().map(|x| x.len()).chain(ys.iter().map(|y| y.len())).min().unwrap_or(0);
+    let zero = _mm512_setzero_si512();
+    let k128 = _mm512_set1_epi8(-128);
+    // The 2·W scale products sit in lanes w + W·g (weight row w, block b + g).
+    let idx: [__m512i; W] = std::array::from_fn(|w| {
+        _mm512_inserti64x4::<1>(_mm512_set1_epi32(w as i32), _mm256_set1_epi32((W + w) as i32))
+    });
+    let idx_y = if W == 4 { _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1) } else { _mm256_setr_epi32(0, 1, 1, 1, 1, 1, 1, 1) };
+    let mut acc = [[_mm512_setzero_ps(); W]; R];
+    let load_pair = |lo: *const i8, hi: Option<*const i8>| -> __m512i {
+        let l = _mm512_castsi256_si512(unsafe { _mm256_loadu_si256(lo as *const __m256i) });
+        match hi {
+            Some(h) => _mm512_inserti64x4::<1>(l, unsafe { _mm256_loadu_si256(h as *const __m256i) }),
+            None => _mm512_inserti64x4::<1>(l, _mm256_setzero_si256()),
+        }
+    };
+    let mut b = 0;
+    while b < nb {
+        let two = b + 1 < nb;
+        let d0 = |w: usize| xs[w.min(W - 1)][b].d.to_bits() as i16;
+        let d1 = |w: usize| if two { xs[w.min(W - 1)][b + 1].d.to_bits() as i16 } else { 0 };
+        let wx: [__m512i; W] = std::array::from_fn(|w| load_pair(xs[w][b].qs.as_ptr(), two.then(|| xs[w][b + 1].qs.as_ptr())));
+        let negc: [__m512i; W] = std::array::from_fn(|w| _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, k128, wx[w])));
+        let dw = if W == 4 {
+            _mm256_cvtph_ps(_mm_set_epi16(d1(3), d1(2), d1(1), d1(0), d0(3), d0(2), d0(1), d0(0)))
+        } else {
+            _mm256_cvtph_ps(_mm_set_epi16(0, 0, 0, 0, 0, 0, d1(0), d0(0)))
+        };
+        for j in 0..R {
+            let y = ys[j];
+            let ay = _mm512_xor_si512(load_pair(y[b].qs.as_ptr(), two.then(|| y[b + 1].qs.as_ptr())), k128);
+            let y1 = if two { y[b + 1].d.to_bits() } else { 0 };
+            let dy2 = _mm_cvtph_ps(_mm_cvtsi32_si128(y[b].d.to_bits() as i32 | (y1 as i32) << 16));
+            let prod = _mm512_castps256_ps512(_mm256_mul_ps(dw, _mm256_permutevar8x32_ps(_mm256_castps128_ps256(dy2), idx_y)));
+            for w in 0..W {
+                let q = _mm512_dpbusd_epi32(negc[w], ay, wx[w]);
+                acc[j][w] = _mm512_fmadd_ps(_mm512_permutexvar_ps(idx[w], prod), _mm512_cvtepi32_ps(q), acc[j][w]);
+            }
+        }
+        b += 2;
+    }
+    for j in 0..R {
+        for w in 0..W {
+            out[j][w] = _mm512_reduce_add_ps(acc[j][w]);
+        }
+    }
+}
+
 /// candle-bind's patch: ggml's AVX2 quantize_row_q8_1: per 32 floats, d = max|x| / 127, q = x / d
 /// rounded to nearest (ties to even, as ggml's SIMD path), s = d * sum(q).
 ///

@@ -30,6 +30,8 @@ fn quant_dot_level() -> u8 {
         };
         let avx2 = has_avx2_fma() && std::arch::is_x86_feature_detected!("f16c");
         let vnni = avx2
+            && std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512bw")
             && std::arch::is_x86_feature_detected!("avx512vl")
             && std::arch::is_x86_feature_detected!("avx512vnni");
         cap.min(if vnni { 2 } else if avx2 { 1 } else { 0 })
@@ -96,6 +98,16 @@ pub trait GgmlType: Sized + Clone + Send + Sync {
         let (d0, d1) = Self::vec_dot_2(n, xs0, xs1, ys);
         let (d2, d3) = Self::vec_dot_2(n, xs2, xs3, ys);
         (d0, d1, d2, d3)
+    }
+
+    /// candle-bind's patch: four weight rows against several activation rows, `out[j]` the four dot
+    /// products with `ys[j]`; each must equal `vec_dot_4`'s bitwise (a row's result may not depend
+    /// on the rows beside it). Overridden where the weights' unpacking can be shared across rows.
+    fn vec_dot_4_rows(n: usize, xs: [&[Self]; 4], ys: &[&[Self::VecDotType]], out: &mut [[f32; 4]]) {
+        for (y, o) in ys.iter().zip(out.iter_mut()) {
+            let (a, b, c, d) = Self::vec_dot_4(n, xs[0], xs[1], xs[2], xs[3], y);
+            *o = [a, b, c, d];
+        }
     }
 
     /// Generic implementation of the dot product without simd optimizations.
@@ -356,6 +368,27 @@ impl GgmlType for BlockQ4_1 {
         let (d0, d1) = Self::vec_dot_2(n, xs0, xs1, ys);
         let (d2, d3) = Self::vec_dot_2(n, xs2, xs3, ys);
         (d0, d1, d2, d3)
+    }
+
+    // candle-bind's patch: each weight block unpacked once for up to four activation rows.
+    fn vec_dot_4_rows(n: usize, xs: [&[Self]; 4], ys: &[&[Self::VecDotType]], out: &mut [[f32; 4]]) {
+        #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+        {
+            use super::avx::{vec_dot4_rows_q4_1_q8_1 as avx2, vec_dot4_rows_q4_1_q8_1_vnni as vnni};
+            match quant_dot_level() {
+                2 => return rows_by::<Self, 4>(ys, out, |ys, out| unsafe {
+                    match ys.len() { 4 => vnni::<4>(xs, ys, out), 3 => vnni::<3>(xs, ys, out), 2 => vnni::<2>(xs, ys, out), _ => vnni::<1>(xs, ys, out) }
+                }),
+                1 => return rows_by::<Self, 2>(ys, out, |ys, out| unsafe {
+                    match ys.len() { 2 => avx2::<2>(xs, ys, out), _ => avx2::<1>(xs, ys, out) }
+                }),
+                _ => {}
+            }
+        }
+        for (y, o) in ys.iter().zip(out.iter_mut()) {
+            let (a, b, c, d) = Self::vec_dot_4(n, xs[0], xs[1], xs[2], xs[3], y);
+            *o = [a, b, c, d];
+        }
     }
 
     fn vec_dot_unopt(n: usize, xs: &[Self], ys: &[Self::VecDotType]) -> f32 {
@@ -774,6 +807,41 @@ impl GgmlType for BlockQ8_0 {
         let (d0, d1) = Self::vec_dot_2(n, xs0, xs1, ys);
         let (d2, d3) = Self::vec_dot_2(n, xs2, xs3, ys);
         (d0, d1, d2, d3)
+    }
+
+    // candle-bind's patch: each weight block's magnitude taken once for up to four activation rows.
+    fn vec_dot_4_rows(n: usize, xs: [&[Self]; 4], ys: &[&[Self::VecDotType]], out: &mut [[f32; 4]]) {
+        #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+        {
+            use super::avx::{vec_dot4_rows_q8_0_q8_0 as avx2, vec_dot_rows_q8_0_q8_0_512 as vnni};
+            match quant_dot_level() {
+                // One row: the weight rows one after another (one sequential stream from memory).
+                2 if ys.len() == 1 => {
+                    for w in 0..4 {
+                        let mut o = [[0f32; 4]];
+                        unsafe { vnni::<1, 1>([xs[w]], ys, &mut o) };
+                        out[0][w] = o[0][0];
+                    }
+                    return;
+                }
+                2 => return rows_by::<Self, 4>(ys, out, |ys, out| unsafe {
+                    match ys.len() {
+                        4 => vnni::<4, 4>(xs, ys, out),
+                        3 => vnni::<4, 3>(xs, ys, out),
+                        2 => vnni::<4, 2>(xs, ys, out),
+                        _ => vnni::<4, 1>(xs, ys, out),
+                    }
+                }),
+                1 => return rows_by::<Self, 2>(ys, out, |ys, out| unsafe {
+                    match ys.len() { 2 => avx2::<2>(xs, ys, out), _ => avx2::<1>(xs, ys, out) }
+                }),
+                _ => {}
+            }
+        }
+        for (y, o) in ys.iter().zip(out.iter_mut()) {
+            let (a, b, c, d) = Self::vec_dot_4(n, xs[0], xs[1], xs[2], xs[3], y);
+            *o = [a, b, c, d];
+        }
     }
 
     fn vec_dot_unopt(n: usize, xs: &[Self], ys: &[Self::VecDotType]) -> f32 {
@@ -2477,6 +2545,15 @@ impl GgmlType for BlockQ8K {
     }
 }
 
+/// candle-bind's patch: `f` over `ys`/`out` in runs of at most R rows.
+#[allow(dead_code)]
+fn rows_by<T: GgmlType, const R: usize>(ys: &[&[T::VecDotType]], out: &mut [[f32; 4]],
+                                        f: impl Fn(&[&[T::VecDotType]], &mut [[f32; 4]])) {
+    for (y, o) in ys.chunks(R).zip(out.chunks_mut(R)) {
+        f(y, o)
+    }
+}
+
 /// Number of lhs rows processed against each weight column quad before moving on to the next
 /// quad in the generic (non-repacked) CPU matmul. With `m > 1` the quantized lhs tile stays in
 /// cache while the rhs quad is streamed through once per tile instead of once per lhs row. This
@@ -2554,26 +2631,8 @@ pub fn matmul<T: GgmlType>(
         let dst_ptr = dst.as_mut_ptr() as usize;
         let lhs_row = |row_idx: usize| &lhs_b[row_idx * k_in_blocks..(row_idx + 1) * k_in_blocks];
 
-        // Four dot products of one lhs row against the column quad starting at `col`.
         // SAFETY (for the raw dst writes below): every (row, column) of dst is written by exactly
         // one work item, so concurrent workers never touch the same element.
-        let dot_quad = |row_idx: usize, col: usize| {
-            let (d0, d1, d2, d3) = T::vec_dot_4(
-                k,
-                &rhs_t[col * k_in_blocks..(col + 1) * k_in_blocks],
-                &rhs_t[(col + 1) * k_in_blocks..(col + 2) * k_in_blocks],
-                &rhs_t[(col + 2) * k_in_blocks..(col + 3) * k_in_blocks],
-                &rhs_t[(col + 3) * k_in_blocks..(col + 4) * k_in_blocks],
-                lhs_row(row_idx),
-            );
-            unsafe {
-                let base = (dst_ptr as *mut f32).add(row_idx * n + col);
-                *base = d0;
-                *base.add(1) = d1;
-                *base.add(2) = d2;
-                *base.add(3) = d3;
-            }
-        };
         // The 0..=3 columns left over after the quads.
         let dot_tail = |row_idx: usize| {
             let dst_row = unsafe {
@@ -2608,18 +2667,25 @@ pub fn matmul<T: GgmlType>(
             // candle-bind's patch: Q8_0 rows one after another (one sequential stream): its
             // four-row kernel reads four short streams at once, which halves the bandwidth of
             // weights that come from DRAM (an lm_head past the caches).
-            let rowwise = T::DTYPE == GgmlDType::Q8_0;
+            // With AVX512-VNNI every row count runs `vec_dot_4_rows` (its 512-bit kernel sums in
+            // another order than the one-row kernel).
+            let rowwise = T::DTYPE == GgmlDType::Q8_0 && quant_dot_level() < 2;
             let dot_range = |range: std::ops::Range<usize>| {
                 for quad_idx in range {
                     if rowwise {
                         let col = quad_idx * 4;
                         for c in col..col + 4 {
                             let d = T::vec_dot(k, &rhs_t[c * k_in_blocks..(c + 1) * k_in_blocks], lhs_row(0));
-                            // SAFETY: as dot_quad: each column is written by one work item.
+                            // SAFETY: each column is written by one work item.
                             unsafe { *(dst_ptr as *mut f32).add(c) = d };
                         }
                     } else {
-                        dot_quad(0, quad_idx * 4)
+                        let col = quad_idx * 4;
+                        let w = |c: usize| &rhs_t[c * k_in_blocks..(c + 1) * k_in_blocks];
+                        let mut o = [[0f32; 4]];
+                        T::vec_dot_4_rows(k, [w(col), w(col + 1), w(col + 2), w(col + 3)], &[lhs_row(0)], &mut o);
+                        // SAFETY: each column is written by one work item.
+                        unsafe { std::ptr::copy_nonoverlapping(o[0].as_ptr(), (dst_ptr as *mut f32).add(col), 4) };
                     }
                 }
             };
@@ -2643,8 +2709,22 @@ pub fn matmul<T: GgmlType>(
                 let row_start = (item / quads_total) * MATMUL_ROW_TILE;
                 let row_end = m.min(row_start + MATMUL_ROW_TILE);
                 let col = (item % quads_total) * 4;
-                for row_idx in row_start..row_end {
-                    dot_quad(row_idx, col)
+                // candle-bind's patch: the tile's rows in one call, so that kernels can unpack
+                // each weight block once for all of them.
+                let rows = row_end - row_start;
+                let mut ys: [&[T::VecDotType]; MATMUL_ROW_TILE] = [&[]; MATMUL_ROW_TILE];
+                for (t, y) in ys.iter_mut().take(rows).enumerate() {
+                    *y = lhs_row(row_start + t);
+                }
+                let mut out = [[0f32; 4]; MATMUL_ROW_TILE];
+                let w = |c: usize| &rhs_t[c * k_in_blocks..(c + 1) * k_in_blocks];
+                T::vec_dot_4_rows(k, [w(col), w(col + 1), w(col + 2), w(col + 3)], &ys[..rows], &mut out[..rows]);
+                for (t, o) in out[..rows].iter().enumerate() {
+                    // SAFETY: each (row, column) is written by one work item.
+                    unsafe {
+                        let base = (dst_ptr as *mut f32).add((row_start + t) * n + col);
+                        std::ptr::copy_nonoverlapping(o.as_ptr(), base, 4);
+                    }
                 }
             }
         });

@@ -50,9 +50,10 @@ pub(crate) fn select(dtype: super::GgmlDType, m: usize, n: usize, k: usize) -> b
     }
     match dtype {
         D::Q4K => true,
-        // Keep Q6K GEMV on compact weights; expanded tiles cost bandwidth
-        // without reuse across multiple activation rows.
-        D::Q6K => m > 1,
+        // candle-bind's patch: Q6K on the tiles for every row count (Candle kept a decoded row on
+        // the compact weights, which sum in another order: a row's result then depended on how
+        // many rows came with it, and batched generation could part from single-sequence output).
+        D::Q6K => m > 0,
         // pure avx2 maddubs overflows on the +128 u8 range; q8_0 needs real dpbusd
         D::Q8_0 => lv != X86Level::Avx2,
         _ => false,
@@ -906,6 +907,15 @@ pub(crate) fn level() -> Option<X86Level> {
     use std::sync::OnceLock;
     static LEVEL: OnceLock<Option<X86Level>> = OnceLock::new();
     *LEVEL.get_or_init(|| {
+        // candle-bind's patch: capped by CANDLE_BIND_ISA as the other quantized kernels.
+        match std::env::var("CANDLE_BIND_ISA").map(|s| s.trim().to_ascii_lowercase()).as_deref() {
+            Ok("portable") | Ok("default") => return None,
+            Ok("avx2") if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") => {
+                return Some(X86Level::Avx2)
+            }
+            Ok("avx2") => return None,
+            _ => {}
+        }
         let force_avx2 = std::env::var("MISTRALRS_FORCE_AVX2").as_deref() == Ok("1");
         let force_vnni = std::env::var("MISTRALRS_FORCE_AVXVNNI").as_deref() == Ok("1");
         if !force_avx2
