@@ -604,10 +604,11 @@ impl Llama {
     }
 }
 
-/// `t` (read on the host) placed on `device` in its quantization.
+/// `t` (read on the host) placed on `device` in its quantization. On the CPU a weight that the
+/// packed Q8_0 tiles serve keeps only them (the weight held once, not once per layout).
 fn onto(t: QTensor, device: &Device) -> Result<QTensor> {
     if device.is_cpu() {
-        return Ok(t);
+        return t.into_packed_matmul_weight();
     }
     crate::io::gguf::qtensor_from_bytes_on(t.dtype(), &t.data()?, t.shape().dims().to_vec(), device)
 }

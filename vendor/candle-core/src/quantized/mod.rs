@@ -544,6 +544,36 @@ impl QTensor {
         })
     }
 
+    /// candle-bind's patch: a CPU matmul weight that the repacked 512-bit Q8_0 tiles serve at every
+    /// row count gets its tiles now and gives up its blocks, so that the weight is held once (the
+    /// tiles take as many bytes as the blocks). Afterwards it only multiplies f32 activations
+    /// (`QMatMul::forward`); reading its blocks back fails. Other tensors come back unchanged.
+    pub fn into_packed_matmul_weight(self) -> Result<Self> {
+        #[cfg(target_arch = "x86_64")]
+        {
+            let QStorage::Cpu(blocks) = &self.storage else {
+                return Ok(self);
+            };
+            let Ok((n, k)) = self.shape.dims2() else {
+                return Ok(self);
+            };
+            if !repack_x86::select_q8_0_act(self.dtype(), n, k) {
+                return Ok(self);
+            }
+            self.repacked_qs
+                .x86_get_or_init(|| repack_x86::pack(GgmlDType::Q8_0, blocks.as_ref(), n, k));
+            let storage = QStorage::Cpu(Box::new(Vec::<k_quants::BlockQ8_0>::new()));
+            return Ok(Self { storage, shape: self.shape, repacked_qs: self.repacked_qs });
+        }
+        #[allow(unreachable_code)]
+        Ok(self)
+    }
+
+    /// candle-bind's patch: whether `into_packed_matmul_weight` gave the blocks up.
+    fn blocks_released(&self) -> bool {
+        matches!(&self.storage, QStorage::Cpu(s) if s.storage_size_in_bytes() == 0) && self.shape.elem_count() > 0
+    }
+
     pub fn quantize(src: &Tensor, dtype: GgmlDType) -> Result<Self> {
         let shape = src.shape();
         let block_size = dtype.block_size();
@@ -691,12 +721,18 @@ impl QTensor {
     }
 
     pub fn dequantize(&self, device: &Device) -> Result<Tensor> {
+        if self.blocks_released() {
+            crate::bail!("this quantized weight keeps only its packed tiles (into_packed_matmul_weight)")
+        }
         let storage = self.storage.dequantize(self.shape.elem_count())?;
         let none = crate::op::BackpropOp::none();
         crate::tensor::from_storage(storage, self.shape.clone(), none, false).to_device(device)
     }
 
     pub fn dequantize_f16(&self, device: &Device) -> Result<Tensor> {
+        if self.blocks_released() {
+            crate::bail!("this quantized weight keeps only its packed tiles (into_packed_matmul_weight)")
+        }
         // In the CUDA case, we have a specialized kernel as this can be useful for volta
         // architectures. https://github.com/huggingface/candle/issues/2136
         match &self.storage {
@@ -1199,6 +1235,9 @@ impl crate::CustomOp1 for QTensor {
             QStorage::Cpu(storage) => storage,
             QStorage::Metal(_) | QStorage::Cuda(_) => crate::bail!("Invalid storage"),
         };
+        if self.blocks_released() && storage.dtype() != DType::F32 {
+            crate::bail!("this quantized weight keeps only its packed tiles: f32 activations only")
+        }
         match storage.dtype() {
             DType::F32 => {
                 let slice = storage.as_slice::<f32>()?;
@@ -1216,6 +1255,9 @@ impl crate::CustomOp1 for QTensor {
                 )?;
                 if used_packed {
                     return Ok((crate::CpuStorage::F32(dst_storage), dst_shape));
+                }
+                if self.blocks_released() {
+                    crate::bail!("this quantized weight keeps only its packed tiles (into_packed_matmul_weight)")
                 }
 
                 self_storage.matmul_t(mkn, slice, &mut dst_storage)?;

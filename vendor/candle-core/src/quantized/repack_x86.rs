@@ -60,6 +60,54 @@ pub(crate) fn select(dtype: super::GgmlDType, m: usize, n: usize, k: usize) -> b
     }
 }
 
+/// candle-bind's patch: Q8_0 weights on the 512-bit tiles against Q8_0 activations (a scale per 32
+/// values, as ggml quantizes them for Q8_0 weights) instead of Q8K (one per 256): any `k` of whole
+/// blocks, and the activations' precision of llama.cpp's.
+pub(crate) fn select_q8_0_act(dtype: super::GgmlDType, n: usize, k: usize) -> bool {
+    dtype == super::GgmlDType::Q8_0
+        && level() == Some(X86Level::Avx512Vnni)
+        && k > 0
+        && k.is_multiple_of(QK8_0)
+        && n.is_multiple_of(TILE_N)
+}
+
+/// One Q8_0 activation block as the tile kernel reads it: its scale in f32 and the sum of its
+/// values (the weights' +128 offset contributes 128·sum to every integer dot product).
+#[repr(C)]
+pub(crate) struct ActQ8_0 {
+    pub(crate) d: f32,
+    pub(crate) sum: i32,
+    pub(crate) qs: [i8; QK8_0],
+}
+
+/// `lhs` rows (m × k) quantized as ggml quantizes activations for Q8_0 weights.
+pub(crate) fn quantize_lhs_q8_0(lhs: &[f32], m: usize, k: usize) -> Vec<ActQ8_0> {
+    let kb = k / QK8_0;
+    let mut out: Vec<ActQ8_0> = (0..m * kb).map(|_| ActQ8_0 { d: 0.0, sum: 0, qs: [0; QK8_0] }).collect();
+    let quantize = |row: &[f32], dst: &mut [ActQ8_0]| {
+        let mut blocks = vec![BlockQ8_0::zeros(); kb];
+        BlockQ8_0::from_float(row, &mut blocks);
+        for (a, b) in dst.iter_mut().zip(&blocks) {
+            a.d = b.d.to_f32();
+            a.sum = b.qs.iter().map(|&q| q as i32).sum();
+            a.qs = b.qs;
+        }
+    };
+    if m == 1 {
+        quantize(&lhs[..k], &mut out);
+        return out;
+    }
+    let out_ptr = out.as_mut_ptr() as usize;
+    crate::utils::barrier_pool().execute_chunked(m, |range| {
+        for r in range {
+            // SAFETY: row r's blocks are written by this item only.
+            let dst = unsafe { std::slice::from_raw_parts_mut((out_ptr as *mut ActQ8_0).add(r * kb), kb) };
+            quantize(&lhs[r * k..(r + 1) * k], dst);
+        }
+    });
+    out
+}
+
 fn q4k_blocks(storage: &dyn QuantizedType) -> &[BlockQ4K] {
     let data = storage.storage_size_in_bytes();
     let ptr = storage.as_ptr() as *const BlockQ4K;
@@ -283,6 +331,54 @@ mod kernels {
         }
     }
 
+    // candle-bind's patch: q8_0 (+128 offset weights) against Q8_0 activations: blocks b and b+1
+    // (`t1`/`a1` None past the last block) with independent integer accumulators, the offset's
+    // share 128·Σa taken off in integers (exact), then d_w·d_a times the sum per block.
+    #[target_feature(enable = "avx512f,avx512vnni,avx512bw")]
+    pub(crate) unsafe fn q8_0_tile2_q8(
+        t0: &TileQ8_0,
+        t1: Option<&TileQ8_0>,
+        a0: &[&ActQ8_0],
+        a1: &[&ActQ8_0],
+        acc: &mut [[__m512; 1]],
+    ) {
+        // Even and odd groups of four values on their own accumulators (integer sums are exact, so
+        // the split only shortens the dependency chains, which bound a decoded row).
+        let (mut ea, mut oa) = ([_mm512_setzero_si512(); MAX_MT], [_mm512_setzero_si512(); MAX_MT]);
+        let (mut eb, mut ob) = ([_mm512_setzero_si512(); MAX_MT], [_mm512_setzero_si512(); MAX_MT]);
+        for g in 0..4 {
+            let (ge, go) = (2 * g, 2 * g + 1);
+            let wae = _mm512_loadu_si512(t0.qs.as_ptr().add(ge * TILE_N * 4) as *const _);
+            let wao = _mm512_loadu_si512(t0.qs.as_ptr().add(go * TILE_N * 4) as *const _);
+            for (m, act) in a0.iter().enumerate() {
+                ea[m] = _mm512_dpbusd_epi32(ea[m], wae, bcast4(&act.qs, ge * 4));
+                oa[m] = _mm512_dpbusd_epi32(oa[m], wao, bcast4(&act.qs, go * 4));
+            }
+            if let Some(t1) = t1 {
+                let wbe = _mm512_loadu_si512(t1.qs.as_ptr().add(ge * TILE_N * 4) as *const _);
+                let wbo = _mm512_loadu_si512(t1.qs.as_ptr().add(go * TILE_N * 4) as *const _);
+                for (m, act) in a1.iter().enumerate() {
+                    eb[m] = _mm512_dpbusd_epi32(eb[m], wbe, bcast4(&act.qs, ge * 4));
+                    ob[m] = _mm512_dpbusd_epi32(ob[m], wbo, bcast4(&act.qs, go * 4));
+                }
+            }
+        }
+        let isum_a: [__m512i; MAX_MT] = std::array::from_fn(|m| _mm512_add_epi32(ea[m], oa[m]));
+        let isum_b: [__m512i; MAX_MT] = std::array::from_fn(|m| _mm512_add_epi32(eb[m], ob[m]));
+        let dw = _mm512_cvtph_ps(_mm256_loadu_si256(t0.d.as_ptr() as *const _));
+        for (m, act) in a0.iter().enumerate() {
+            let q = _mm512_sub_epi32(isum_a[m], _mm512_set1_epi32(128 * act.sum));
+            acc[m][0] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(q), _mm512_mul_ps(dw, _mm512_set1_ps(act.d)), acc[m][0]);
+        }
+        if let Some(t1) = t1 {
+            let dw = _mm512_cvtph_ps(_mm256_loadu_si256(t1.d.as_ptr() as *const _));
+            for (m, act) in a1.iter().enumerate() {
+                let q = _mm512_sub_epi32(isum_b[m], _mm512_set1_epi32(128 * act.sum));
+                acc[m][0] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(q), _mm512_mul_ps(dw, _mm512_set1_ps(act.d)), acc[m][0]);
+            }
+        }
+    }
+
     // q8_0 (+128 offset weights), two 32-value block groups per call with independent
     // integer accumulators so the dpbusd latency chain never serializes at small m.
     #[target_feature(enable = "avx512f,avx512vnni,avx512bw")]
@@ -420,6 +516,68 @@ unsafe fn matmul_unit_256(
     for (i, row) in acc[..mt].iter().enumerate() {
         _mm256_storeu_ps(dst_ptr.add((m0 + i) * n + nt * TILE_N), row[0]);
         _mm256_storeu_ps(dst_ptr.add((m0 + i) * n + nt * TILE_N + 8), row[1]);
+    }
+}
+
+// candle-bind's patch: one (16-column tile, up to MAX_MT rows) unit of the Q8_0-activation path.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512vnni,avx512bw")]
+#[allow(clippy::too_many_arguments)]
+unsafe fn matmul_unit_q8_0_512(
+    tiles: &[TileQ8_0],
+    acts: &[ActQ8_0],
+    kb: usize,
+    nt: usize,
+    m0: usize,
+    mt: usize,
+    dst_ptr: *mut f32,
+    n: usize,
+) {
+    use core::arch::x86_64::*;
+    let mut acc = [[_mm512_setzero_ps(); 1]; kernels::MAX_MT];
+    let mut a0: [&ActQ8_0; kernels::MAX_MT] = [&acts[m0 * kb]; kernels::MAX_MT];
+    let mut a1: [&ActQ8_0; kernels::MAX_MT] = [&acts[m0 * kb]; kernels::MAX_MT];
+    let mut b = 0;
+    while b < kb {
+        let two = b + 1 < kb;
+        for i in 0..mt {
+            a0[i] = &acts[(m0 + i) * kb + b];
+            a1[i] = &acts[(m0 + i) * kb + if two { b + 1 } else { b }];
+        }
+        let t1 = if two { Some(&tiles[nt * kb + b + 1]) } else { None };
+        kernels::q8_0_tile2_q8(&tiles[nt * kb + b], t1, &a0[..mt], &a1[..mt], &mut acc);
+        b += 2;
+    }
+    for (i, row) in acc[..mt].iter().enumerate() {
+        _mm512_storeu_ps(dst_ptr.add((m0 + i) * n + nt * TILE_N), row[0]);
+    }
+}
+
+/// candle-bind's patch: the matmul over Q8_0 tiles against Q8_0 activations (`select_q8_0_act`).
+/// A row's result goes through the same operations whichever rows come with it.
+pub(crate) fn matmul_tiles_q8_0(packed: &PackedX86, acts: &[ActQ8_0], m: usize, k: usize, n: usize, dst: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let PackedX86::Q8_0(tiles) = packed else {
+            unreachable!("select_q8_0_act() gates the dtype")
+        };
+        let kb = k / QK8_0;
+        let m_units = m.div_ceil(kernels::MAX_MT);
+        let dst_ptr = dst.as_mut_ptr() as usize;
+        crate::utils::barrier_pool().execute_chunked((n / TILE_N) * m_units, |range| {
+            for unit in range {
+                let (nt, m0) = (unit / m_units, (unit % m_units) * kernels::MAX_MT);
+                // SAFETY: select_q8_0_act checked the CPU; each unit writes its own tile of dst.
+                unsafe {
+                    matmul_unit_q8_0_512(tiles, acts, kb, nt, m0, (m - m0).min(kernels::MAX_MT), dst_ptr as *mut f32, n)
+                };
+            }
+        });
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (packed, acts, m, k, n, dst);
+        unreachable!("x86 repack kernels on non-x86 arch");
     }
 }
 
