@@ -544,7 +544,7 @@ impl QTensor {
         })
     }
 
-    /// candle-bind's patch: a CPU matmul weight that the repacked 512-bit Q8_0 tiles serve at every
+    /// candle-bind's patch: a CPU matmul weight that the repacked 512-bit Q8_0/Q4_1 tiles serve at every
     /// row count gets its tiles now and gives up its blocks, so that the weight is held once (the
     /// tiles take as many bytes as the blocks). Afterwards it only multiplies f32 activations
     /// (`QMatMul::forward`); reading its blocks back fails. Other tensors come back unchanged.
@@ -557,12 +557,15 @@ impl QTensor {
             let Ok((n, k)) = self.shape.dims2() else {
                 return Ok(self);
             };
-            if !repack_x86::select_q8_0_act(self.dtype(), n, k) {
+            let dtype = self.dtype();
+            if !repack_x86::select_q8_act(dtype, n, k) {
                 return Ok(self);
             }
-            self.repacked_qs
-                .x86_get_or_init(|| repack_x86::pack(GgmlDType::Q8_0, blocks.as_ref(), n, k));
-            let storage = QStorage::Cpu(Box::new(Vec::<k_quants::BlockQ8_0>::new()));
+            self.repacked_qs.x86_get_or_init(|| repack_x86::pack(dtype, blocks.as_ref(), n, k));
+            let storage = match dtype {
+                GgmlDType::Q4_1 => QStorage::Cpu(Box::new(Vec::<k_quants::BlockQ4_1>::new())),
+                _ => QStorage::Cpu(Box::new(Vec::<k_quants::BlockQ8_0>::new())),
+            };
             return Ok(Self { storage, shape: self.shape, repacked_qs: self.repacked_qs });
         }
         #[allow(unreachable_code)]

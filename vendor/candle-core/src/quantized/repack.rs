@@ -256,10 +256,10 @@ pub(crate) fn try_matmul_f32(
     #[cfg(target_arch = "x86_64")]
     {
         let (m, k, n) = mkn;
-        if super::repack_x86::select_q8_0_act(storage.dtype(), n, k) {
+        if super::repack_x86::select_q8_act(storage.dtype(), n, k) {
             let acts = super::repack_x86::quantize_lhs_q8_0(lhs, m, k);
             let tiles = packed.x86.get_or_init(|| super::repack_x86::pack(storage.dtype(), storage, n, k));
-            super::repack_x86::matmul_tiles_q8_0(tiles, &acts, m, k, n, dst);
+            super::repack_x86::matmul_tiles_q8(tiles, &acts, m, k, n, dst);
             return Ok(true);
         }
         if !super::repack_x86::select(storage.dtype(), m, n, k) {

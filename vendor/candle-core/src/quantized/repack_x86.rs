@@ -4,7 +4,7 @@
 //! directly with the min/offset terms corrected through the q8k bsums, and q8_0
 //! weights are stored offset by +128 with the same correction.
 
-use super::k_quants::{BlockQ4K, BlockQ6K, BlockQ8K, BlockQ8_0, QK8_0, QK_K};
+use super::k_quants::{BlockQ4K, BlockQ4_1, BlockQ6K, BlockQ8K, BlockQ8_0, QK4_1, QK8_0, QK_K};
 use super::{GgmlType, QuantizedType};
 use half::f16;
 
@@ -34,10 +34,20 @@ pub(crate) struct TileQ8_0 {
     pub(crate) qs: [u8; QK8_0 * TILE_N],
 }
 
+/// candle-bind's patch: one 32-value block of 16 Q4_1 weight rows, nibbles laid out as the
+/// tile kernel reads them: [group of 8 values (4)][row (16)][4 bytes], byte j = q[8g+j] | q[8g+j+4] << 4.
+#[repr(C)]
+pub(crate) struct TileQ4_1 {
+    pub(crate) d: [f16; TILE_N],
+    pub(crate) m: [f16; TILE_N],
+    pub(crate) qs: [u8; QK4_1 / 2 * TILE_N],
+}
+
 pub(crate) enum PackedX86 {
     Q4K(Vec<TileQ4K>),
     Q6K(Vec<TileQ6K>),
     Q8_0(Vec<TileQ8_0>),
+    Q4_1(Vec<TileQ4_1>),
 }
 
 pub(crate) fn select(dtype: super::GgmlDType, m: usize, n: usize, k: usize) -> bool {
@@ -60,11 +70,11 @@ pub(crate) fn select(dtype: super::GgmlDType, m: usize, n: usize, k: usize) -> b
     }
 }
 
-/// candle-bind's patch: Q8_0 weights on the 512-bit tiles against Q8_0 activations (a scale per 32
-/// values, as ggml quantizes them for Q8_0 weights) instead of Q8K (one per 256): any `k` of whole
-/// blocks, and the activations' precision of llama.cpp's.
-pub(crate) fn select_q8_0_act(dtype: super::GgmlDType, n: usize, k: usize) -> bool {
-    dtype == super::GgmlDType::Q8_0
+/// candle-bind's patch: Q8_0 and Q4_1 weights on 512-bit tiles against Q8_0 activations (a scale
+/// per 32 values, as ggml quantizes them for these weights) instead of Q8K (one per 256): any `k`
+/// of whole blocks, and the activations' precision of llama.cpp's.
+pub(crate) fn select_q8_act(dtype: super::GgmlDType, n: usize, k: usize) -> bool {
+    matches!(dtype, super::GgmlDType::Q8_0 | super::GgmlDType::Q4_1)
         && level() == Some(X86Level::Avx512Vnni)
         && k > 0
         && k.is_multiple_of(QK8_0)
@@ -247,6 +257,34 @@ pub(crate) fn pack_q8_0(storage: &dyn QuantizedType, n: usize, k: usize) -> Pack
     PackedX86::Q8_0(out)
 }
 
+pub(crate) fn pack_q4_1(storage: &dyn QuantizedType, n: usize, k: usize) -> PackedX86 {
+    let data = storage.storage_size_in_bytes();
+    // SAFETY: the storage holds Q4_1 blocks (the caller matched its dtype).
+    let blocks = unsafe { std::slice::from_raw_parts(storage.as_ptr() as *const BlockQ4_1, data / std::mem::size_of::<BlockQ4_1>()) };
+    let kb = k / QK4_1;
+    let n_tiles = n / TILE_N;
+    let mut out: Vec<TileQ4_1> = Vec::with_capacity(n_tiles * kb);
+    for t in 0..n_tiles {
+        for b in 0..kb {
+            let mut tile = TileQ4_1 { d: [f16::ZERO; TILE_N], m: [f16::ZERO; TILE_N], qs: [0; QK4_1 / 2 * TILE_N] };
+            for r in 0..TILE_N {
+                let blk = &blocks[(t * TILE_N + r) * kb + b];
+                tile.d[r] = blk.d;
+                tile.m[r] = blk.m;
+                // Q4_1 keeps value v in qs[v] (v < 16, low nibble) or qs[v - 16] (high nibble).
+                let q = |v: usize| if v < 16 { blk.qs[v] & 0xF } else { blk.qs[v - 16] >> 4 };
+                for g in 0..4 {
+                    for j in 0..4 {
+                        tile.qs[(g * TILE_N + r) * 4 + j] = q(8 * g + j) | q(8 * g + j + 4) << 4;
+                    }
+                }
+            }
+            out.push(tile);
+        }
+    }
+    PackedX86::Q4_1(out)
+}
+
 #[cfg(target_arch = "x86_64")]
 mod kernels {
     use super::*;
@@ -379,6 +417,51 @@ mod kernels {
         }
     }
 
+    // candle-bind's patch: Q4_1 tiles (unsigned nibbles, so vpdpbusd takes them as they are)
+    // against Q8_0 activations, blocks b and b+1 as `q8_0_tile2_q8`; per block
+    // d_w·d_a·Σ(q_w·q_a) + m_w·d_a·Σq_a.
+    #[target_feature(enable = "avx512f,avx512vnni,avx512bw")]
+    pub(crate) unsafe fn q4_1_tile2_q8(
+        t0: &TileQ4_1,
+        t1: Option<&TileQ4_1>,
+        a0: &[&ActQ8_0],
+        a1: &[&ActQ8_0],
+        acc: &mut [[__m512; 1]],
+    ) {
+        let low = _mm512_set1_epi8(0xF);
+        let (mut ea, mut oa) = ([_mm512_setzero_si512(); MAX_MT], [_mm512_setzero_si512(); MAX_MT]);
+        let (mut eb, mut ob) = ([_mm512_setzero_si512(); MAX_MT], [_mm512_setzero_si512(); MAX_MT]);
+        for g in 0..4 {
+            let wa = _mm512_loadu_si512(t0.qs.as_ptr().add(g * TILE_N * 4) as *const _);
+            let (la, ha) = (_mm512_and_si512(wa, low), _mm512_and_si512(_mm512_srli_epi16(wa, 4), low));
+            for (m, act) in a0.iter().enumerate() {
+                ea[m] = _mm512_dpbusd_epi32(ea[m], la, bcast4(&act.qs, 8 * g));
+                oa[m] = _mm512_dpbusd_epi32(oa[m], ha, bcast4(&act.qs, 8 * g + 4));
+            }
+            if let Some(t1) = t1 {
+                let wb = _mm512_loadu_si512(t1.qs.as_ptr().add(g * TILE_N * 4) as *const _);
+                let (lb, hb) = (_mm512_and_si512(wb, low), _mm512_and_si512(_mm512_srli_epi16(wb, 4), low));
+                for (m, act) in a1.iter().enumerate() {
+                    eb[m] = _mm512_dpbusd_epi32(eb[m], lb, bcast4(&act.qs, 8 * g));
+                    ob[m] = _mm512_dpbusd_epi32(ob[m], hb, bcast4(&act.qs, 8 * g + 4));
+                }
+            }
+        }
+        let finish = |t: &TileQ4_1, acts: &[&ActQ8_0], e: &[__m512i; MAX_MT], o: &[__m512i; MAX_MT], acc: &mut [[__m512; 1]]| {
+            let dw = _mm512_cvtph_ps(_mm256_loadu_si256(t.d.as_ptr() as *const _));
+            let mw = _mm512_cvtph_ps(_mm256_loadu_si256(t.m.as_ptr() as *const _));
+            for (m, act) in acts.iter().enumerate() {
+                let q = _mm512_cvtepi32_ps(_mm512_add_epi32(e[m], o[m]));
+                let r = _mm512_fmadd_ps(q, _mm512_mul_ps(dw, _mm512_set1_ps(act.d)), acc[m][0]);
+                acc[m][0] = _mm512_fmadd_ps(mw, _mm512_set1_ps(act.d * act.sum as f32), r);
+            }
+        };
+        finish(t0, a0, &ea, &oa, acc);
+        if let Some(t1) = t1 {
+            finish(t1, a1, &eb, &ob, acc);
+        }
+    }
+
     // q8_0 (+128 offset weights), two 32-value block groups per call with independent
     // integer accumulators so the dpbusd latency chain never serializes at small m.
     #[target_feature(enable = "avx512f,avx512vnni,avx512bw")]
@@ -443,6 +526,7 @@ unsafe fn matmul_unit_512(
             PackedX86::Q6K(tiles) => {
                 kernels::q6k_tile(&tiles[nt * kb + b], &act_refs[..mt], &mut acc)
             }
+            PackedX86::Q4_1(_) => unreachable!("Q4_1 tiles take the Q8_0-activation path"),
             PackedX86::Q8_0(tiles) => {
                 // q8_0 tiles cover 32 k-values each; 8 tiles per q8k superblock
                 for s in (0..8).step_by(2) {
@@ -500,6 +584,7 @@ unsafe fn matmul_unit_256(
                     kernels256::q6k_tile_avx2(t, &act_refs[..mt], &mut acc)
                 }
             }
+            PackedX86::Q4_1(_) => unreachable!("Q4_1 tiles take the Q8_0-activation path"),
             PackedX86::Q8_0(tiles) => {
                 for s in (0..8).step_by(2) {
                     kernels256::q8_0_tile2_avxvnni(
@@ -519,12 +604,12 @@ unsafe fn matmul_unit_256(
     }
 }
 
-// candle-bind's patch: one (16-column tile, up to MAX_MT rows) unit of the Q8_0-activation path.
+// candle-bind's patch: one (16-column tile, up to MAX_MT rows) unit of the Q8_0-activation paths.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512vnni,avx512bw")]
 #[allow(clippy::too_many_arguments)]
-unsafe fn matmul_unit_q8_0_512(
-    tiles: &[TileQ8_0],
+unsafe fn matmul_unit_q8_512(
+    packed: &PackedX86,
     acts: &[ActQ8_0],
     kb: usize,
     nt: usize,
@@ -544,8 +629,12 @@ unsafe fn matmul_unit_q8_0_512(
             a0[i] = &acts[(m0 + i) * kb + b];
             a1[i] = &acts[(m0 + i) * kb + if two { b + 1 } else { b }];
         }
-        let t1 = if two { Some(&tiles[nt * kb + b + 1]) } else { None };
-        kernels::q8_0_tile2_q8(&tiles[nt * kb + b], t1, &a0[..mt], &a1[..mt], &mut acc);
+        let (t0, t1) = (nt * kb + b, two.then_some(nt * kb + b + 1));
+        match packed {
+            PackedX86::Q8_0(tiles) => kernels::q8_0_tile2_q8(&tiles[t0], t1.map(|t| &tiles[t]), &a0[..mt], &a1[..mt], &mut acc),
+            PackedX86::Q4_1(tiles) => kernels::q4_1_tile2_q8(&tiles[t0], t1.map(|t| &tiles[t]), &a0[..mt], &a1[..mt], &mut acc),
+            _ => unreachable!("select_q8_act() gates the dtype"),
+        }
         b += 2;
     }
     for (i, row) in acc[..mt].iter().enumerate() {
@@ -553,23 +642,20 @@ unsafe fn matmul_unit_q8_0_512(
     }
 }
 
-/// candle-bind's patch: the matmul over Q8_0 tiles against Q8_0 activations (`select_q8_0_act`).
+/// candle-bind's patch: the matmul over Q8_0 or Q4_1 tiles against Q8_0 activations (`select_q8_act`).
 /// A row's result goes through the same operations whichever rows come with it.
-pub(crate) fn matmul_tiles_q8_0(packed: &PackedX86, acts: &[ActQ8_0], m: usize, k: usize, n: usize, dst: &mut [f32]) {
+pub(crate) fn matmul_tiles_q8(packed: &PackedX86, acts: &[ActQ8_0], m: usize, k: usize, n: usize, dst: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
     {
-        let PackedX86::Q8_0(tiles) = packed else {
-            unreachable!("select_q8_0_act() gates the dtype")
-        };
         let kb = k / QK8_0;
         let m_units = m.div_ceil(kernels::MAX_MT);
         let dst_ptr = dst.as_mut_ptr() as usize;
         crate::utils::barrier_pool().execute_chunked((n / TILE_N) * m_units, |range| {
             for unit in range {
                 let (nt, m0) = (unit / m_units, (unit % m_units) * kernels::MAX_MT);
-                // SAFETY: select_q8_0_act checked the CPU; each unit writes its own tile of dst.
+                // SAFETY: select_q8_act checked the CPU; each unit writes its own tile of dst.
                 unsafe {
-                    matmul_unit_q8_0_512(tiles, acts, kb, nt, m0, (m - m0).min(kernels::MAX_MT), dst_ptr as *mut f32, n)
+                    matmul_unit_q8_512(packed, acts, kb, nt, m0, (m - m0).min(kernels::MAX_MT), dst_ptr as *mut f32, n)
                 };
             }
         });
@@ -642,6 +728,7 @@ pub(crate) fn pack(
         D::Q4K => pack_q4k(storage, n, k),
         D::Q6K => pack_q6k(storage, n, k),
         D::Q8_0 => pack_q8_0(storage, n, k),
+        D::Q4_1 => pack_q4_1(storage, n, k),
         _ => unreachable!("select() gates dtypes"),
     }
 }
