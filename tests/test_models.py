@@ -648,3 +648,19 @@ def test_continuous_batcher_admission_cancel_and_memory(llm):
     assert llm.kv_cache_bytes > 0
     s.close()
     assert llm.kv_cache_bytes == 0
+
+
+def test_packed_weights_match_the_blocks_path(tmp_path):
+    """On AVX512-VNNI the engine keeps Q8_0/Q4_1 matmul weights (and a tied embedding) as 512-bit
+    tiles only, rows looked up there; the same file on the AVX2 kernels (the blocks as read) gives
+    the same logits up to float summation order."""
+    path = _tiny_llama(tmp_path / "q8.gguf", quantize=Q8_ALL, vocab=48)
+    code = ("import sys, numpy as np, candle_bind as cb; llm = cb.models.from_gguf(sys.argv[1]);"
+            "np.save(sys.argv[2], llm._model.step_batch([(1, [1, 5, 47, 3], 0), (2, [9], 0)]).numpy())")
+    outs = []
+    for isa in ("", "avx2"):
+        out = tmp_path / f"logits{isa}.npy"
+        env = dict(os.environ, CANDLE_BIND_ISA=isa) if isa else dict(os.environ)
+        subprocess.run([sys.executable, "-c", code, str(path), str(out)], env=env, check=True)
+        outs.append(np.load(out))
+    np.testing.assert_allclose(outs[0], outs[1], rtol=1e-4, atol=1e-4)

@@ -130,10 +130,16 @@ impl Llama {
         let q = |r: &mut R, name: &str| ct.tensor(r, name, &dev);
         let mm = |r: &mut R, name: &str| -> Result<QMatMul> { QMatMul::from_qtensor(onto(q(r, name)?, device)?) };
         let vec = |r: &mut R, name: &str| -> Result<Tensor> { q(r, name)?.dequantize(&dev)?.to_device(device) };
-        let embed_q = std::sync::Arc::new(q(r, "token_embd.weight")?);
+        let tied = !ct.tensor_infos.contains_key("output.weight");
+        let mut embed_q = q(r, "token_embd.weight")?;
+        if tied && device.is_cpu() {
+            // Also the output matmul's weight: kept as its tiles only, rows looked up there.
+            embed_q = embed_q.into_packed_matmul_weight()?;
+        }
+        let embed_q = std::sync::Arc::new(embed_q);
         // Rows are looked up, not multiplied: kept in the file's quantization, dequantized per token.
         let embed = Embedding::new(embed_q.clone())?;
-        let output = if ct.tensor_infos.contains_key("output.weight") {
+        let output = if !tied {
             mm(r, "output.weight")?
         } else if device.is_cpu() {
             // Tied: the output matmul reads the embedding's own blocks (one copy in memory).
@@ -667,6 +673,9 @@ impl Embedding {
     fn new(table: std::sync::Arc<QTensor>) -> Result<Self> {
         let (rows, cols) = table.shape().dims2()?;
         let dtype = table.dtype();
+        if table.packed_rows(&[]).is_some() {
+            return Ok(Embedding { row_bytes: 0, table, cols });
+        }
         let len = table.data()?.len();
         if rows == 0 || cols % dtype.block_size() != 0 || len % rows != 0 {
             candle_core::bail!("token_embd.weight {:?} is not whole {dtype:?} rows", table.shape())
@@ -676,6 +685,9 @@ impl Embedding {
 
     /// Rows `ids` as f32 (ids.len(), cols); ids are checked by the caller.
     fn rows(&self, ids: &[u32]) -> Result<Tensor> {
+        if let Some(rows) = self.table.packed_rows(ids) {
+            return Tensor::from_vec(rows?, (ids.len(), self.cols), &Device::Cpu);
+        }
         let bytes = self.table.data()?;
         let mut picked = Vec::with_capacity(ids.len() * self.row_bytes);
         for &i in ids {

@@ -572,6 +572,33 @@ impl QTensor {
         Ok(self)
     }
 
+    /// candle-bind's patch: rows `ids` of a weight that `into_packed_matmul_weight` reduced to its
+    /// tiles, dequantized (ids.len() × columns, row-major); None while the tensor has its blocks.
+    pub fn packed_rows(&self, ids: &[u32]) -> Option<Result<Vec<f32>>> {
+        if !self.blocks_released() {
+            return None;
+        }
+        #[cfg(target_arch = "x86_64")]
+        {
+            let (n, k) = match self.shape.dims2() {
+                Ok(nk) => nk,
+                Err(e) => return Some(Err(e)),
+            };
+            let Some(packed) = self.repacked_qs.x86_get() else {
+                return Some(Err(crate::Error::Msg("a weight without blocks has no tiles".into())));
+            };
+            let mut out = vec![0f32; ids.len() * k];
+            for (&r, row) in ids.iter().zip(out.chunks_exact_mut(k)) {
+                if r as usize >= n || !repack_x86::dequantize_row(packed, r as usize, k, row) {
+                    return Some(Err(crate::Error::Msg(format!("row {r} of a packed ({n}, {k}) weight"))));
+                }
+            }
+            return Some(Ok(out));
+        }
+        #[allow(unreachable_code)]
+        Some(Err(crate::Error::Msg("packed weights exist on x86-64 only".into())))
+    }
+
     /// candle-bind's patch: whether `into_packed_matmul_weight` gave the blocks up.
     fn blocks_released(&self) -> bool {
         matches!(&self.storage, QStorage::Cpu(s) if s.storage_size_in_bytes() == 0) && self.shape.elem_count() > 0

@@ -60,6 +60,12 @@ impl PackedCache {
         self.x86.get_or_init(init)
     }
 
+    /// candle-bind's patch: the x86 tiles if they were made.
+    #[cfg(target_arch = "x86_64")]
+    pub(crate) fn x86_get(&self) -> Option<&super::repack_x86::PackedX86> {
+        self.x86.get()
+    }
+
     pub(crate) fn new() -> Self {
         Self {
             #[cfg(target_arch = "x86_64")]

@@ -257,6 +257,37 @@ pub(crate) fn pack_q8_0(storage: &dyn QuantizedType, n: usize, k: usize) -> Pack
     PackedX86::Q8_0(out)
 }
 
+/// candle-bind's patch: row `r` (of `k` values) of Q8_0 or Q4_1 tiles dequantized into `out`, the
+/// same values as the blocks' own dequantization (d·q, d·q + m).
+pub(crate) fn dequantize_row(packed: &PackedX86, r: usize, k: usize, out: &mut [f32]) -> bool {
+    let (kb, lane, t) = (k / QK8_0, r % TILE_N, r / TILE_N);
+    match packed {
+        PackedX86::Q8_0(tiles) => {
+            for (b, ys) in out.chunks_exact_mut(QK8_0).enumerate().take(kb) {
+                let tile = &tiles[t * kb + b];
+                let d = tile.d[lane].to_f32();
+                for (v, y) in ys.iter_mut().enumerate() {
+                    *y = d * (tile.qs[((v / 4) * TILE_N + lane) * 4 + v % 4] as i16 - 128) as f32;
+                }
+            }
+            true
+        }
+        PackedX86::Q4_1(tiles) => {
+            for (b, ys) in out.chunks_exact_mut(QK4_1).enumerate().take(kb) {
+                let tile = &tiles[t * kb + b];
+                let (d, m) = (tile.d[lane].to_f32(), tile.m[lane].to_f32());
+                for (v, y) in ys.iter_mut().enumerate() {
+                    let byte = tile.qs[((v / 8) * TILE_N + lane) * 4 + v % 4];
+                    let q = if v % 8 < 4 { byte & 0xF } else { byte >> 4 };
+                    *y = q as f32 * d + m;
+                }
+            }
+            true
+        }
+        _ => false,
+    }
+}
+
 pub(crate) fn pack_q4_1(storage: &dyn QuantizedType, n: usize, k: usize) -> PackedX86 {
     let data = storage.storage_size_in_bytes();
     // SAFETY: the storage holds Q4_1 blocks (the caller matched its dtype).
