@@ -95,6 +95,19 @@ pub(crate) fn quantize_lhs_q8_0(lhs: &[f32], m: usize, k: usize) -> Vec<ActQ8_0>
     let kb = k / QK8_0;
     let mut out: Vec<ActQ8_0> = (0..m * kb).map(|_| ActQ8_0 { d: 0.0, sum: 0, qs: [0; QK8_0] }).collect();
     let quantize = |row: &[f32], dst: &mut [ActQ8_0]| {
+        #[cfg(target_arch = "x86_64")]
+        if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") && is_x86_feature_detected!("f16c") {
+            // ggml's SIMD quantization (the scalar loop's roundf was a tenth of a batched decode step).
+            let mut blocks = vec![super::k_quants::BlockQ8_1::zeros(); kb];
+            // SAFETY: the CPU has AVX2, FMA and F16C; `row` holds 32 values per block.
+            unsafe { super::avx::quantize_row_q8_1(row, &mut blocks) };
+            for (a, b) in dst.iter_mut().zip(&blocks) {
+                a.d = b.d.to_f32();
+                a.sum = b.qs.iter().map(|&q| q as i32).sum();
+                a.qs = b.qs;
+            }
+            return;
+        }
         let mut blocks = vec![BlockQ8_0::zeros(); kb];
         BlockQ8_0::from_float(row, &mut blocks);
         for (a, b) in dst.iter_mut().zip(&blocks) {
