@@ -307,6 +307,11 @@ impl Llama {
         self.layers.len() * self.cfg.n_kv_head * self.cfg.head_dim * 2 * std::mem::size_of::<f32>()
     }
 
+    /// Bytes a sequence's cache holds once it has grown to `positions` (its growth steps included).
+    pub fn kv_bytes_for(&self, positions: usize) -> usize {
+        cache_cap(positions.max(1), self.cfg.max_pos) * self.kv_bytes_per_position()
+    }
+
     /// Logits (vocab,) of the last of `tokens` placed at positions `start..` of slot 0's cache,
     /// which keeps `0..start` from earlier calls (`start` may rewind, never skip ahead).
     pub fn forward(&mut self, tokens: &[u32], start: usize) -> Result<Tensor> {
@@ -445,7 +450,7 @@ impl Llama {
                 .ok_or_else(|| candle_core::Error::Msg(format!("no cache in slot {}", q.slot)))?;
             if total > l.cap {
                 // Grow by doubling (up to the rotary table's length), keeping the positions before `start`.
-                let cap = total.next_power_of_two().max(256).min(max_pos).max(total);
+                let cap = cache_cap(total, max_pos);
                 let (mut nk_, mut nv_) = (vec![0f32; n_kv * cap * d], vec![0f32; n_kv * cap * d]);
                 if l.cap > 0 {
                     for g in 0..n_kv {
@@ -574,7 +579,7 @@ impl Llama {
         let l = self.caches.get_mut(&slot).map(|c| &mut c.layers[layer])
             .ok_or_else(|| candle_core::Error::Msg(format!("no cache in slot {slot}")))?;
         if total > l.cap {
-            let cap = total.next_power_of_two().max(256).min(max_pos).max(total);
+            let cap = cache_cap(total, max_pos);
             let (nk_, nv_) = (Tensor::zeros((n_kv, cap, d), DType::F32, &self.dev)?, Tensor::zeros((n_kv, cap, d), DType::F32, &self.dev)?);
             if let Some((ok, ov)) = &l.dev {
                 if start > 0 {
@@ -608,6 +613,12 @@ impl Llama {
         let out = probs.matmul(&vv)?; // (kv heads, group·s, d) = (heads, s, d)
         out.reshape((n_head, s, d))?.transpose(0, 1)?.reshape((s, n_head * d))
     }
+}
+
+/// Positions a sequence's cache allocates to hold `total`: doubling from 256, up to the rotary
+/// table's length (never below `total`).
+fn cache_cap(total: usize, max_pos: usize) -> usize {
+    total.next_power_of_two().max(256).min(max_pos).max(total)
 }
 
 /// `t` (read on the host) placed on `device` in its quantization. On the CPU a weight that the

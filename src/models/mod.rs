@@ -336,6 +336,11 @@ impl PyGgufLlama {
         self.with_model(py, |m| m.kv_bytes_per_position())
     }
 
+    /// Bytes a sequence's cache holds once it has grown to `positions`.
+    fn kv_bytes_for(&self, py: Python<'_>, positions: usize) -> usize {
+        self.with_model(py, |m| m.kv_bytes_for(positions))
+    }
+
     fn clear_kv_cache(&self, py: Python<'_>) {
         self.with_model(py, |m| m.clear());
     }

@@ -6,7 +6,7 @@ once, and a waiting one takes it at the next step. Prompts are fed in fixed chun
 `prefill_chunk` tokens, so a long prompt does not stall the sequences already decoding; how many
 prompt tokens one step takes is bounded by the same figure. The KV caches' memory is bounded by
 `kv_cache_limit` (bytes): a sequence joins only when its worst case (prompt plus `max_new_tokens`
-positions, as the cache grows: doubling, at least 256) fits beside the live ones' worst cases.
+positions, as the cache grows) fits beside the live ones' worst cases.
 
 A sequence's numbers do not depend on its neighbours (each row of the quantized products is computed
 alone, attention reads only its own cache, the chunking of its prompt is the same alone or batched),
@@ -26,7 +26,7 @@ Prompt = Union[str, Sequence[int]]
 
 
 class _Request:
-    __slots__ = ("rid", "prompt", "max_new", "sampler", "penalise", "stop_ids", "stop_texts", "context",
+    __slots__ = ("rid", "prompt", "max_new", "sampler", "penalise", "stop_ids", "stop_texts",
                  "new", "fed", "slot", "finish_reason", "need")
 
     def __init__(self, rid, prompt, max_new, sampler, penalise, stop_ids, stop_texts, need):
@@ -37,7 +37,6 @@ class _Request:
         self.penalise: bool = penalise
         self.stop_ids = stop_ids
         self.stop_texts = stop_texts
-        self.context: List[int] = list(prompt)
         self.new: List[int] = []
         self.fed = 0                      # positions written to the cache
         self.slot: Optional[int] = None
@@ -80,8 +79,8 @@ class ContinuousBatcher:
             raise ValueError("generate: the prompt has no tokens")
         if max_new_tokens < 0:
             raise ValueError(f"max_new_tokens must be >= 0, got {max_new_tokens}")
-        if any(i < 0 or i >= llm.vocab_size for i in ids):
-            bad = next(i for i in ids if i < 0 or i >= llm.vocab_size)
+        bad = next((i for i in ids if i < 0 or i >= llm.vocab_size), None)
+        if bad is not None:
             raise IndexError(f"token id {bad} is out of range for a vocabulary of {llm.vocab_size}")
         if len(ids) > llm.context_length:
             raise ValueError(f"the prompt has {len(ids)} tokens, the model holds {llm.context_length} positions")
@@ -90,7 +89,7 @@ class ContinuousBatcher:
         eos = llm.metadata.get("tokenizer.ggml.eos_token_id")
         stop = ([] if eos is None else [eos]) if stop is None else list(stop)
         sampler = _C.Sampler(float(temperature), top_k, top_p, float(repetition_penalty), seed)
-        need = self._cache_bytes(len(ids) + max(max_new - 1, 0))
+        need = llm._model.kv_bytes_for(len(ids) + max(max_new - 1, 0))  # the cache's own growth rule
         if self.kv_cache_limit is not None and need > self.kv_cache_limit:
             raise ValueError(f"this request's KV cache needs up to {need} bytes, above kv_cache_limit={self.kv_cache_limit}")
         rid = self._next_id
@@ -128,11 +127,6 @@ class ContinuousBatcher:
         return self.llm._model.kv_cache_bytes
 
     # -- stepping ---------------------------------------------------------------------------------
-    def _cache_bytes(self, positions: int) -> int:
-        # The cache grows by doubling from 256 positions up to the model's context.
-        cap = min(max(256, 1 << max(positions - 1, 0).bit_length()), max(self.llm.context_length, positions))
-        return cap * self.llm._model.kv_bytes_per_position
-
     def _finish(self, req: _Request, reason: str) -> None:
         req.finish_reason = reason
         if req in self._live:
@@ -184,12 +178,11 @@ class ContinuousBatcher:
             req.fed += len(chunk)
             if req.fed < len(req.prompt):
                 continue  # more of the prompt to come
-            token = req.sampler.sample(logits[row], req.context if req.penalise else [])
+            token = req.sampler.sample(logits[row], req.prompt + req.new if req.penalise else [])
             if token in req.stop_ids:
                 self._finish(req, "stop")
                 continue
             req.new.append(token)
-            req.context.append(token)
             events.append((req.rid, token, None))
             if req.stop_texts and any(s in self.llm.tokenizer.decode(req.new) for s in req.stop_texts):
                 self._finish(req, "stop")

@@ -76,9 +76,18 @@ pub(crate) fn select(dtype: super::GgmlDType, m: usize, n: usize, k: usize) -> b
 pub(crate) fn select_q8_act(dtype: super::GgmlDType, n: usize, k: usize) -> bool {
     matches!(dtype, super::GgmlDType::Q8_0 | super::GgmlDType::Q4_1)
         && level() == Some(X86Level::Avx512Vnni)
+        && simd_quantize()
         && k > 0
         && k.is_multiple_of(QK8_0)
         && n.is_multiple_of(TILE_N)
+}
+
+/// Whether the CPU has what `quantize_lhs_q8_0`'s SIMD routine needs (every AVX512-VNNI CPU does).
+fn simd_quantize() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") && is_x86_feature_detected!("f16c");
+    #[allow(unreachable_code)]
+    false
 }
 
 /// One Q8_0 activation block as the tile kernel reads it: its scale in f32 and the sum of its
@@ -94,22 +103,14 @@ pub(crate) struct ActQ8_0 {
 pub(crate) fn quantize_lhs_q8_0(lhs: &[f32], m: usize, k: usize) -> Vec<ActQ8_0> {
     let kb = k / QK8_0;
     let mut out: Vec<ActQ8_0> = (0..m * kb).map(|_| ActQ8_0 { d: 0.0, sum: 0, qs: [0; QK8_0] }).collect();
+    // ggml's SIMD quantization (a scalar loop's roundf took a tenth of a batched decode step).
     let quantize = |row: &[f32], dst: &mut [ActQ8_0]| {
+        let mut blocks = vec![super::k_quants::BlockQ8_1::zeros(); kb];
+        // SAFETY: select_q8_act checked AVX2, FMA and F16C; `row` holds 32 values per block.
         #[cfg(target_arch = "x86_64")]
-        if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") && is_x86_feature_detected!("f16c") {
-            // ggml's SIMD quantization (the scalar loop's roundf was a tenth of a batched decode step).
-            let mut blocks = vec![super::k_quants::BlockQ8_1::zeros(); kb];
-            // SAFETY: the CPU has AVX2, FMA and F16C; `row` holds 32 values per block.
-            unsafe { super::avx::quantize_row_q8_1(row, &mut blocks) };
-            for (a, b) in dst.iter_mut().zip(&blocks) {
-                a.d = b.d.to_f32();
-                a.sum = b.qs.iter().map(|&q| q as i32).sum();
-                a.qs = b.qs;
-            }
-            return;
-        }
-        let mut blocks = vec![BlockQ8_0::zeros(); kb];
-        BlockQ8_0::from_float(row, &mut blocks);
+        unsafe {
+            super::avx::quantize_row_q8_1(row, &mut blocks)
+        };
         for (a, b) in dst.iter_mut().zip(&blocks) {
             a.d = b.d.to_f32();
             a.sum = b.qs.iter().map(|&q| q as i32).sum();
@@ -140,6 +141,11 @@ fn q6k_blocks(storage: &dyn QuantizedType) -> &[BlockQ6K] {
     let data = storage.storage_size_in_bytes();
     let ptr = storage.as_ptr() as *const BlockQ6K;
     unsafe { std::slice::from_raw_parts(ptr, data / std::mem::size_of::<BlockQ6K>()) }
+}
+fn q4_1_blocks(storage: &dyn QuantizedType) -> &[BlockQ4_1] {
+    let data = storage.storage_size_in_bytes();
+    let ptr = storage.as_ptr() as *const BlockQ4_1;
+    unsafe { std::slice::from_raw_parts(ptr, data / std::mem::size_of::<BlockQ4_1>()) }
 }
 fn q8_0_blocks(storage: &dyn QuantizedType) -> &[BlockQ8_0] {
     let data = storage.storage_size_in_bytes();
@@ -302,9 +308,7 @@ pub(crate) fn dequantize_row(packed: &PackedX86, r: usize, k: usize, out: &mut [
 }
 
 pub(crate) fn pack_q4_1(storage: &dyn QuantizedType, n: usize, k: usize) -> PackedX86 {
-    let data = storage.storage_size_in_bytes();
-    // SAFETY: the storage holds Q4_1 blocks (the caller matched its dtype).
-    let blocks = unsafe { std::slice::from_raw_parts(storage.as_ptr() as *const BlockQ4_1, data / std::mem::size_of::<BlockQ4_1>()) };
+    let blocks = q4_1_blocks(storage);
     let kb = k / QK4_1;
     let n_tiles = n / TILE_N;
     let mut out: Vec<TileQ4_1> = Vec::with_capacity(n_tiles * kb);
