@@ -152,6 +152,79 @@ def test_gather_scatter_views_zero_d_empty_and_errors():
             bad(cb)
 
 
+def test_gather_scatter_last_dim_bounds_in_the_same_pass(threads):
+    """The last-dim paths check bounds while they copy: an index out of bounds anywhere in a large
+    index (any row, any task) raises torch's error and an in-place scatter leaves self as it was."""
+    x = rng.standard_normal((8, 64, 1000)).astype(np.float32)
+    idx = rng.integers(0, 1000, (8, 64, 1000))
+    src = rng.standard_normal((8, 64, 1000)).astype(np.float32)
+    t, c = both(x)
+    ts, cs = both(src)
+    for n in threads:
+        cb.set_num_threads(n)
+        for where, v in [((7, 63, 999), 1000), ((0, 0, 0), -1), ((3, 17, 500), 1 << 40)]:
+            bad = idx.copy()
+            bad[where] = v
+            ti, ci = both(bad)
+            for m, a, i, sv in [(torch, t, ti, ts), (cb, c, ci, cs)]:
+                with pytest.raises(RuntimeError, match="out of bounds"):
+                    a.gather(-1, i)
+                y = m.zeros_like(a)
+                with pytest.raises(RuntimeError, match="out of bounds"):
+                    y.scatter_add_(-1, i, sv)
+                if m is cb:  # torch keeps what it wrote before the bad index; we write nothing
+                    assert float(y.abs().sum()) == 0
+        # A source read through a transpose, an index narrower than self, 16-bit and integer data.
+        ti, ci = both(idx[..., :999])
+        tst, cst = both(src.transpose(0, 2, 1).copy())
+        close(c.scatter(-1, ci, cst.transpose(1, 2)), t.scatter(-1, ti, tst.transpose(1, 2)), 0, 0)
+        close(c.scatter_reduce(-1, ci, cs[..., :999], "prod"), t.scatter_reduce(-1, ti, ts[..., :999], "prod"), 1e-6, 1e-6)
+        # 16-bit floats accumulate in float32 and round once, as torch's opmath.
+        c, t, cs, ts = c.abs() * 3, t.abs() * 3, cs.abs(), ts.abs()  # no negative floats cast to uint8 (undefined in C, torch wraps)
+        for dt in (torch.bfloat16, torch.float16, torch.int64, torch.uint8):
+            cdt = getattr(cb, str(dt).split(".")[1])
+            close(c.to(cdt).gather(-1, ci).double(), t.to(dt).gather(-1, ti).double(), 0, 0)
+            close(c.to(cdt).scatter_add(-1, ci, cs.to(cdt)[..., :999]).double(),
+                  t.to(dt).scatter_add(-1, ti, ts.to(dt)[..., :999]).double(), 0, 0)
+            for red in ("sum", "prod", "mean"):
+                close(c.to(cdt).scatter_reduce(-1, ci, cs.to(cdt)[..., :999], red).double(),
+                      t.to(dt).scatter_reduce(-1, ti, ts.to(dt)[..., :999], red).double(), 0, 0)
+            tj, cj = both(rng.integers(0, 64, 50))
+            # index_add rounds once along the first and last dims, after every add in between (torch's).
+            close(c.to(cdt).index_add(1, cj, cs.to(cdt)[:, :50]).double(), t.to(dt).index_add(1, tj, ts.to(dt)[:, :50]).double(), 0, 0)
+            close(c.to(cdt).index_add(2, cj, cs.to(cdt)[..., :50]).double(), t.to(dt).index_add(2, tj, ts.to(dt)[..., :50]).double(), 0, 0)
+            close(c[0, 0].to(cdt).index_add(0, cj, cs[0, 0, :50].to(cdt)).double(),
+                  t[0, 0].to(dt).index_add(0, tj, ts[0, 0, :50].to(dt)).double(), 0, 0)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64, np.uint8, np.float16])
+def test_writes_into_views_and_fills(dtype, threads):
+    """copy_ into strided views, fill_, zeros and full at sizes that split over the pool."""
+    a = (rng.standard_normal((6, 130, 257)) * 50).astype(dtype)
+    b = (rng.standard_normal((6, 130, 257)) * 50).astype(dtype)
+    views = [lambda m: m, lambda m: m.transpose(0, 2), lambda m: m[:, 1:, 3:200], lambda m: m[1:5].transpose(1, 2), lambda m: m[..., 3]]
+    results = []
+    for n in threads:
+        cb.set_num_threads(n)
+        out = []
+        for v in views:
+            (tx, cx), (ty, cy) = both(a.copy()), both(b.copy())
+            v(cx).copy_(v(cy))
+            v(tx).copy_(v(ty))
+            close(cx, tx, 0, 0)
+            v(cx).fill_(3)
+            v(tx).fill_(3)
+            close(cx, tx, 0, 0)
+            out.append(cx.numpy().copy())
+        tdt = torch.from_numpy(a).dtype
+        cdt = getattr(cb, str(tdt).split(".")[1])
+        close(cb.zeros(70001, dtype=cdt), torch.zeros(70001, dtype=tdt), 0, 0)
+        close(cb.full((3, 40000), 7, dtype=cdt), torch.full((3, 40000), 7, dtype=tdt), 0, 0)
+        close(cb.zeros_like(cb.from_numpy(a)), torch.zeros_like(torch.from_numpy(a)), 0, 0)
+        results.append(out)
+    same_bits(results)
+
+
 @pytest.mark.parametrize("shape", [(4, 128, 1536), (3, 333, 77), (70001,)])
 def test_copies_casts_and_numpy_import(shape, threads):
     a = rng.standard_normal(shape).astype(np.float32)

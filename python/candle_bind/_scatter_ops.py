@@ -72,7 +72,10 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True, out=Non
         wide = flat.dtype == _C.bool
         acc = flat.long() if wide else flat
         base = acc if include_self else acc.masked_fill(hit, 0)
-        total = base.index_add(0, pos, vals.long() if wide else vals)
+        if flat.dtype in (_C.float16, _C.bfloat16):  # summed in float32, rounded once (torch's opmath)
+            total = base.float().index_add(0, pos, vals.float()).to(flat.dtype)
+        else:
+            total = base.index_add(0, pos, vals.long() if wide else vals)
         if reduce == "sum":
             result = total.bool() if wide else total
         else:

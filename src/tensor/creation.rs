@@ -86,13 +86,7 @@ fn filled(dims: &[usize], value: Scalar, dtype: DType, device: &Device) -> PyRes
     let n: usize = dims.iter().product();
     let t = super::with_dtype!(one.dtype(), T => {
         let v = one.to_scalar::<T>().py()?;
-        let mut out = super::kernels::uninit_vec::<T>(n);
-        if n >= super::kernels::PAR_THRESHOLD && crate::pool::threads() > 1 {
-            crate::pool::chunks_mut(&mut out, 16 * 1024, |_, c| c.fill(v));
-        } else {
-            out.fill(v);
-        }
-        Tensor::from_vec(out, dims, device).py()
+        Tensor::from_vec(super::kernels::filled_vec(n, v), dims, device).py()
     })?;
     Ok(PyTensor::new(t, dtype))
 }
@@ -100,6 +94,14 @@ fn filled(dims: &[usize], value: Scalar, dtype: DType, device: &Device) -> PyRes
 fn zeros_t(dims: &[usize], dtype: DType, device: &Device) -> PyResult<PyTensor> {
     crate::memory::ensure(dims, dtype.candle(), device)?;
     crate::device::check_dtype(device, dtype)?;
+    let n: usize = dims.iter().product();
+    if device.is_cpu() && n >= super::kernels::PAR_THRESHOLD && dtype.candle() != candle_core::DType::F8E4M3 {
+        // Zeroed over the pool (Candle's zeros is one thread's memset).
+        let t = super::with_dtype!(dtype.candle(), T => {
+            Tensor::from_vec(super::kernels::filled_vec(n, <T as candle_core::WithDType>::from_f64(0.0)), dims, device).py()
+        })?;
+        return Ok(PyTensor::new(t, dtype));
+    }
     Ok(PyTensor::new(Tensor::zeros(dims, dtype.candle(), device).py()?, dtype))
 }
 

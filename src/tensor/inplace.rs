@@ -227,7 +227,7 @@ fn write_device(_dst: &Tensor, _dest: Dest<'_>, _values: &Tensor) -> PyResult<()
     Err(runtime_err("in-place writes need the tensor's device kernels (a CUDA build)"))
 }
 
-fn put<T: Copy>(data: &mut [T], vals: &[T], dest: &Dest<'_>) {
+fn put<T: Copy + Send + Sync>(data: &mut [T], vals: &[T], dest: &Dest<'_>) {
     match *dest {
         Dest::At(offsets) if vals.len() == 1 => offsets.iter().for_each(|&o| data[o] = vals[0]),
         Dest::At(offsets) => offsets.iter().zip(vals).for_each(|(&o, &x)| data[o] = x),
@@ -252,7 +252,47 @@ fn storage_addr(t: &Tensor) -> usize {
 }
 
 /// Copies row-major `vals` (or broadcasts a single value) into a strided view of `data`.
-fn write_strided<T: Copy>(data: &mut [T], dims: &[usize], strides: &[usize], base: usize, vals: &[T]) {
+/// `write_strided` over the pool: one contiguous run split in chunks, or the view's rows in runs.
+/// The caller checked that every offset is inside `data` and that no stride is 0 (no two elements
+/// share memory, so tasks never write the same place).
+fn write_strided_par<T: Copy + Send + Sync>(data: &mut [T], outer: &[usize], os: &[usize], (base, inner, si): (usize, usize, usize), vals: &[T], threads: usize) {
+    let value = |k: usize| if vals.len() == 1 { vals[0] } else { vals[k] };
+    let rows: usize = outer.iter().product();
+    if rows == 1 && si == 1 {
+        let chunk = inner.div_ceil(4 * threads).max(4096);
+        return crate::pool::chunks_mut(&mut data[base..base + inner], chunk, |c, d| match vals.len() {
+            1 => d.fill(vals[0]),
+            _ => d.copy_from_slice(&vals[c * chunk..c * chunk + d.len()]),
+        });
+    }
+    let ptr = crate::pool::SendPtr(data.as_mut_ptr());
+    let per = rows.div_ceil(4 * threads).max(1);
+    crate::pool::for_each(rows.div_ceil(per), &|c| {
+        for r in c * per..((c + 1) * per).min(rows) {
+            let (mut rem, mut o) = (r, base);
+            for (&d, &s) in outer.iter().zip(os).rev() {
+                o += (rem % d) * s;
+                rem /= d;
+            }
+            if si == 1 {
+                // SAFETY: o..o + inner ends at most at the view's extent, inside data (checked by
+                // the caller), and no other row reaches it.
+                let row = unsafe { std::slice::from_raw_parts_mut(ptr.get().add(o), inner) };
+                match vals.len() {
+                    1 => row.fill(vals[0]),
+                    _ => row.copy_from_slice(&vals[r * inner..(r + 1) * inner]),
+                }
+                continue;
+            }
+            for j in 0..inner {
+                // SAFETY: as above, for o + j·si.
+                unsafe { *ptr.get().add(o + j * si) = value(r * inner + j) };
+            }
+        }
+    });
+}
+
+fn write_strided<T: Copy + Send + Sync>(data: &mut [T], dims: &[usize], strides: &[usize], base: usize, vals: &[T]) {
     let n: usize = dims.iter().product();
     if n == 0 {
         return;
@@ -280,6 +320,12 @@ fn write_strided<T: Copy>(data: &mut [T], dims: &[usize], strides: &[usize], bas
     }
     let (inner, si) = (cd[cd.len() - 1], cs[cs.len() - 1]);
     let outer = &cd[..cd.len() - 1];
+    let threads = crate::pool::threads();
+    // The last element the view reaches, to check once that every write below lands in `data`.
+    let extent = base + cd.iter().zip(&cs).map(|(&d, &s)| (d - 1) * s).sum::<usize>();
+    if n >= super::kernels::PAR_THRESHOLD && threads > 1 && extent < data.len() && !cs.contains(&0) {
+        return write_strided_par(data, outer, &cs[..cs.len() - 1], (base, inner, si), vals, threads);
+    }
     let mut k = 0;
     for_each_offset(outer, &cs[..cs.len() - 1], base, |o| {
         let row = if vals.len() == 1 { None } else { Some(&vals[k..k + inner]) };

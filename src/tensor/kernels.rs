@@ -244,6 +244,26 @@ pub fn uninit_vec<T: Copy>(n: usize) -> Vec<T> {
     v
 }
 
+multiversion! {
+    /// `out.fill(v)` compiled for the CPU's widest stores (the baseline build stores 16 bytes at a time).
+    fn fill_chunk<T>(out: &mut [T], v: T) where [T: Copy]
+    {
+        out.fill(v)
+    }
+}
+
+/// A vector of `n` copies of `v`, filled over the pool when large.
+pub fn filled_vec<T: Copy + Send + Sync>(n: usize, v: T) -> Vec<T> {
+    let mut out = uninit_vec::<T>(n);
+    if n >= PAR_THRESHOLD && crate::pool::threads() > 1 {
+        let chunk = n.div_ceil(4 * crate::pool::threads()).max(16 * 1024);
+        crate::pool::chunks_mut(&mut out, chunk, |_, c| fill_chunk(c, v));
+    } else {
+        fill_chunk(&mut out, v);
+    }
+    out
+}
+
 fn run<U: Send, G>(numel: usize, init: U, g: G) -> Vec<U>
 where
     U: Copy + Sync,

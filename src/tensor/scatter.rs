@@ -130,6 +130,106 @@ impl Rows {
     }
 }
 
+super::kernels::multiversion! {
+    /// out[j] = row[idx[j]], false when an index falls outside the row (those outputs are left
+    /// holding row[last]); branch-free, so it vectorizes into gathers.
+    fn gather_row<T>(row: &[T], idx: &[i64], out: &mut [T]) -> bool where [T: Copy]
+    {
+        let Some(last) = row.len().checked_sub(1) else { return idx.is_empty() };
+        let mut ok = true;
+        for (o, &i) in out.iter_mut().zip(idx) {
+            let i = i as u64;
+            ok &= i <= last as u64;
+            *o = row[(i as usize).min(last)];
+        }
+        ok
+    }
+}
+
+super::kernels::multiversion! {
+    /// row[idx[j]] = f(row[idx[j]], src[j]); false when an index falls outside the row (the
+    /// result is then thrown away, so where those values went does not matter).
+    fn scatter_row<T, F>(row: &mut [T], idx: &[i64], src: &[T], f: &F) -> bool where [T: Copy, F: Fn(T, T) -> T]
+    {
+        let Some(last) = row.len().checked_sub(1) else { return idx.is_empty() };
+        let mut ok = true;
+        for (&i, &v) in idx.iter().zip(src) {
+            let i = i as u64;
+            ok &= i <= last as u64;
+            let o = (i as usize).min(last);
+            row[o] = f(row[o], v);
+        }
+        ok
+    }
+}
+
+/// One scatter: index rows walked over `dst` (self's copy) and `srows` (src), index values
+/// multiplied by `dd` (self's stride along dim).
+struct Scatter<'a, T> {
+    idx: &'a [i64],
+    sv: &'a [T],
+    dst: &'a Rows,
+    srows: &'a Rows,
+    dd: usize,
+    n: usize,
+    along_last: bool,
+}
+
+impl<T: Copy + Send + Sync> Scatter<'_, T> {
+    /// Writes every index row into `data`; false when an index is out of bounds (nothing is
+    /// promised about `data` then).
+    fn run(&self, data: &mut [T], f: impl Fn(T, T) -> T + Sync) -> bool {
+        let (dst, srows, idx, n) = (self.dst, self.srows, self.idx, self.n);
+        if self.along_last && srows.step == 1 {
+            // Along the last dim, index row r writes only row r of self: one bounds-checked pass per
+            // row, rows split over the pool in runs when large (no two runs touch the same element).
+            let row = |data: &mut [T], r: usize| {
+                let (sb, irow) = (srows.base(r), &idx[r * dst.inner..(r + 1) * dst.inner]);
+                let src = self.sv.get(sb..sb + irow.len()).unwrap_or_default();
+                src.len() == irow.len() && scatter_row(data, irow, src, &f)
+            };
+            if idx.len() >= super::kernels::PAR_THRESHOLD && crate::pool::threads() > 1 {
+                let ok = std::sync::atomic::AtomicBool::new(true);
+                let dp = crate::pool::SendPtr(data.as_mut_ptr());
+                let (len, per) = (data.len(), dst.count.div_ceil(4 * crate::pool::threads()).max(1));
+                crate::pool::for_each(dst.count.div_ceil(per), &|c| {
+                    for r in c * per..((c + 1) * per).min(dst.count) {
+                        let base = dst.base(r);
+                        if base + n > len {
+                            ok.store(false, std::sync::atomic::Ordering::Relaxed);
+                            continue;
+                        }
+                        // SAFETY: row r of self (base..base + n, inside data) belongs to this task alone.
+                        let slice = unsafe { std::slice::from_raw_parts_mut(dp.get().add(base), n) };
+                        if !row(slice, r) {
+                            ok.store(false, std::sync::atomic::Ordering::Relaxed);
+                        }
+                    }
+                });
+                return ok.into_inner();
+            }
+            let mut ok = true;
+            for r in 0..dst.count {
+                let base = dst.base(r);
+                ok &= data.get_mut(base..base + n).is_some_and(|s| row(s, r));
+            }
+            return ok;
+        }
+        // Anywhere else: bounds first, then a plain walk.
+        if idx.iter().any(|&i| i < 0 || i >= n as i64) {
+            return false;
+        }
+        for r in 0..dst.count {
+            let (base, sb, irow) = (dst.base(r), srows.base(r), &idx[r * dst.inner..(r + 1) * dst.inner]);
+            for (j, &i) in irow.iter().enumerate() {
+                let (o, v) = (base + j * dst.step + i as usize * self.dd, self.sv[sb + j * srows.step]);
+                data[o] = f(data[o], v);
+            }
+        }
+        true
+    }
+}
+
 #[derive(Clone, Copy)]
 enum Combine {
     Set,
@@ -176,23 +276,44 @@ impl PyTensor {
         let sd = if self.rank() == 0 { 0 } else { sd };
         let rows = Rows::new(index.dims(), &st, layout.start_offset());
         let out = with_index(index, "gather", |idx| {
-            // Bounds first, in one pass, so the loops below carry no error path.
-            if let Some(&i) = idx.iter().find(|&&i| i < lo || i >= n as i64) {
-                in_bounds(i, n, d)?;
-            }
+            let bad = || match idx.iter().find(|&&i| i < lo || i >= n as i64) {
+                Some(&i) => in_bounds(i, n, d).map(|_| ()),
+                None => Ok(()),
+            };
             with_dtype!(src.dtype(), T => {
                 let data = cpu.as_slice::<T>().py()?;
                 let mut out = super::kernels::uninit_vec::<T>(idx.len());
-                let fill = |r0: usize, o: &mut [T]| {
-                    for (k, orow) in o.chunks_mut(rows.inner).enumerate() {
-                        let (base, irow) = (rows.base(r0 + k), &idx[(r0 + k) * rows.inner..]);
-                        for (j, (v, &i)) in orow.iter_mut().zip(irow).enumerate() {
-                            let i = if i < 0 { i + n as i64 } else { i } as usize;
-                            *v = data[base + j * rows.step + i * sd];
+                if rows.step == 0 && sd == 1 && !negative && n > 0 {
+                    // Along a contiguous last dim: each output row reads one row of self, the
+                    // bounds checked in the same pass (a gather instruction where the CPU has one).
+                    let ok = std::sync::atomic::AtomicBool::new(true);
+                    let fill = |r0: usize, o: &mut [T]| {
+                        for (k, orow) in o.chunks_mut(rows.inner).enumerate() {
+                            let (base, irow) = (rows.base(r0 + k), &idx[(r0 + k) * rows.inner..]);
+                            let srow = data.get(base..base + n).unwrap_or_default();
+                            if !gather_row(srow, &irow[..orow.len()], orow) {
+                                ok.store(false, std::sync::atomic::Ordering::Relaxed);
+                            }
                         }
+                    };
+                    rows.split(&mut out, fill);
+                    if !ok.into_inner() {
+                        bad()?;
                     }
-                };
-                rows.split(&mut out, fill);
+                } else {
+                    // Bounds first, in one pass, so the loop below carries no error path.
+                    bad()?;
+                    let fill = |r0: usize, o: &mut [T]| {
+                        for (k, orow) in o.chunks_mut(rows.inner).enumerate() {
+                            let (base, irow) = (rows.base(r0 + k), &idx[(r0 + k) * rows.inner..]);
+                            for (j, (v, &i)) in orow.iter_mut().zip(irow).enumerate() {
+                                let i = if i < 0 { i + n as i64 } else { i } as usize;
+                                *v = data[base + j * rows.step + i * sd];
+                            }
+                        }
+                    };
+                    rows.split(&mut out, fill);
+                }
                 Tensor::from_vec(out, index.dims(), &Device::Cpu).py()
             })
         })?;
@@ -255,6 +376,11 @@ impl PyTensor {
         if !matches!(index.dtype, DType::I64 | DType::I32) {
             return Err(runtime_err(format!("scatter(): Expected dtype int64 for index, got {}", index.dtype.name())));
         }
+        if matches!(reduce, Some("add" | "sum" | "multiply" | "prod")) {
+            if let Some(r) = self.widened(src, |me, src| me.scatter_impl(dim, index, src, reduce))? {
+                return Ok(r);
+            }
+        }
         if index.rank() != self.rank().max(1) && !(index.rank() <= 1 && self.rank() <= 1) {
             return Err(runtime_err("Index tensor must have the same number of dimensions as self tensor"));
         }
@@ -300,43 +426,21 @@ impl PyTensor {
         src_st.resize(rank, 0);
         let srows = Rows::new(index.dims(), &src_st, src_t.layout().start_offset());
         let out = with_index(index, "scatter", |idx| {
-            if let Some(&i) = idx.iter().find(|&&i| i < 0 || i >= n as i64) {
-                in_bounds(i, n, d)?;
-            }
             with_dtype!(me.dtype(), T => {
                 let mut data = super::cpu_vec::<T>(&me)?;
                 let (sg, _) = src_t.storage_and_layout();
                 let candle_core::Storage::Cpu(scpu) = &*sg else { return Err(runtime_err("expected a CPU tensor")) };
                 let sv = scpu.as_slice::<T>().py()?;
-                // Row r of the index writes `data` (self from its row's base on) at j·step + i·dd.
-                let write = |data: &mut [T], r: usize| {
-                    let (sb, irow) = (srows.base(r), &idx[r * dst.inner..(r + 1) * dst.inner]);
-                    for (j, &i) in irow.iter().enumerate() {
-                        let (o, v) = (j * dst.step + i as usize * dd, sv[sb + j * srows.step]);
-                        data[o] = match how {
-                            Combine::Set => v,
-                            Combine::Add => data[o] + v,
-                            Combine::Mul => data[o] * v,
-                        };
-                    }
+                let along_last = d + 1 == rank && self.rank() > 0;
+                let plan = Scatter { idx, sv, dst: &dst, srows: &srows, dd, n, along_last };
+                let ok = match how {
+                    Combine::Set => plan.run(&mut data, |_, v| v),
+                    Combine::Add => plan.run(&mut data, |a, v| a + v),
+                    Combine::Mul => plan.run(&mut data, |a, v| a * v),
                 };
-                if d + 1 == rank && self.rank() > 0 && idx.len() >= super::kernels::PAR_THRESHOLD && crate::pool::threads() > 1 {
-                    // Along the last dim, index row r writes only row r of self: rows go to the
-                    // pool in runs, and no two runs touch the same element.
-                    let (dp, row_len) = (crate::pool::SendPtr(data.as_mut_ptr()), n);
-                    let per = dst.count.div_ceil(4 * crate::pool::threads()).max(1);
-                    crate::pool::for_each(dst.count.div_ceil(per), &|c| {
-                        for r in c * per..((c + 1) * per).min(dst.count) {
-                            let base = dst.base(r);
-                            // SAFETY: row r of self (base..base + n) belongs to this task alone.
-                            let row = unsafe { std::slice::from_raw_parts_mut(dp.get().add(base), row_len) };
-                            write(row, r);
-                        }
-                    });
-                } else {
-                    for r in 0..dst.count {
-                        let base = dst.base(r);
-                        write(&mut data[base..], r);
+                if !ok {
+                    if let Some(&i) = idx.iter().find(|&&i| i < 0 || i >= n as i64) {
+                        in_bounds(i, n, d)?;
                     }
                 }
                 drop(sg);
@@ -344,6 +448,25 @@ impl PyTensor {
             })
         })?;
         Ok(self.same(out))
+    }
+
+    /// For float16/bfloat16 self: `f` run on float32 copies of self and the source, the result
+    /// rounded once, as torch accumulates sums and products (its opmath); None for other dtypes.
+    fn widened(&self, src: Operand<'_>, f: impl FnOnce(&PyTensor, Operand<'_>) -> PyResult<PyTensor>) -> PyResult<Option<PyTensor>> {
+        if !matches!(self.dtype, DType::F16 | DType::BF16) {
+            return Ok(None);
+        }
+        let me = PyTensor::new(cast(&self.t, self.dtype, DType::F32)?, DType::F32);
+        let wide;
+        let src = match src {
+            Operand::T(s) => {
+                wide = PyTensor::new(cast(&s.t, s.dtype, DType::F32)?, DType::F32);
+                Operand::T(&wide)
+            }
+            other => other,
+        };
+        let r = f(&me, src)?;
+        Ok(Some(self.same(cast(&r.t, DType::F32, self.dtype)?)))
     }
 
     /// index_add / index_copy / index_fill along `dim` with a 1-D index: a fresh result.
@@ -354,6 +477,13 @@ impl PyTensor {
         }
         if !super::is_cpu(&self.t) || !super::is_cpu(&index.t) {
             return self.index_update_dev(d, index, source, mode, op);
+        }
+        // torch's index_add rounds once along the first or last dim of a 2-D+ tensor (it runs as a
+        // scatter_add there) and after every add elsewhere (one add_ per index entry).
+        if matches!(mode, IndexMode::Add(_)) && self.rank() > 1 && (d == 0 || d + 1 == self.rank()) {
+            if let Some(r) = self.widened(source, |me, src| me.index_update(dim, index, src, mode, op))? {
+                return Ok(r);
+            }
         }
         let idx = index_values(index, op)?;
         let n = self.dims().get(d).copied().unwrap_or(1);
