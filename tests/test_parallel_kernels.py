@@ -388,3 +388,15 @@ def test_cat_in_one_pass(dim, threads):
             m.cat([m.zeros(2, 3), m.zeros(2, 4)], 0)
     close(cb.full((70001,), 2.5), torch.full((70001,), 2.5), 0, 0)
     close(cb.full((0, 3), 1.0), torch.full((0, 3), 1.0), 0, 0)
+
+
+@pytest.mark.parametrize("mode,size", [("nearest", (75, 83)), ("nearest", (20, 17)), ("bilinear", (75, 83)),
+                                       ("bicubic", (64, 50)), ("nearest-exact", (101, 7))])
+def test_interpolate_planes_in_runs(mode, size, threads):
+    """Resampling splits runs of whole planes over the pool (a plane is one row on the last dim)."""
+    a = rng.standard_normal((3, 37, 41, 43)).astype(np.float32)
+    t, c = both(a)
+    kw = {} if mode.startswith("nearest") else {"align_corners": False}
+    same_bits(at_each(threads, lambda: CF.interpolate(c, size=size, mode=mode, **kw)))
+    close(CF.interpolate(c, size=size, mode=mode, **kw), F.interpolate(t, size=size, mode=mode, **kw), 1e-5, 1e-5)
+    close(CF.interpolate(c.transpose(2, 3), size=size, mode=mode, **kw), F.interpolate(t.transpose(2, 3), size=size, mode=mode, **kw), 1e-5, 1e-5)

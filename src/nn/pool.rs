@@ -293,8 +293,20 @@ pub fn resample_axis(input: &PyTensor, dim: usize, index: Vec<Vec<usize>>, weigh
         fidx[j * taps..j * taps + idx.len()].copy_from_slice(idx);
         fw[j * taps..j * taps + w.len()].copy_from_slice(w);
     }
+    // Nearest: one tap of weight 1 per output, a plain copy.
+    let copy = taps == 1 && fw.iter().all(|&w| w == 1.0);
     let work = |dst: &mut [f32], p: usize| {
         let src = &x[p * l * inner..(p + 1) * l * inner];
+        if copy {
+            if inner == 1 {
+                dst.iter_mut().zip(&fidx).for_each(|(d, &i)| *d = src[i]);
+            } else {
+                for (row, &i) in dst.chunks_exact_mut(inner).zip(&fidx) {
+                    row.copy_from_slice(&src[i * inner..(i + 1) * inner]);
+                }
+            }
+            return;
+        }
         if inner == 1 {
             // The last dim: a gather-and-weigh per output position.
             if taps == 2 {
@@ -317,7 +329,16 @@ pub fn resample_axis(input: &PyTensor, dim: usize, index: Vec<Vec<usize>>, weigh
         }
     };
     if outer * o * inner >= crate::tensor::kernels::PAR_THRESHOLD && outer > 1 {
-        Python::attach(|py| py.detach(|| crate::pool::chunks_mut(&mut out, o * inner, |p, dst| work(dst, p))));
+        // Runs of whole planes per task (a plane can be a single row of the last dim).
+        let per = outer.div_ceil(4 * crate::pool::threads()).max(1);
+        let plane = o * inner;
+        Python::attach(|py| {
+            py.detach(|| {
+                crate::pool::chunks_mut(&mut out, per * plane, |c, dst| {
+                    dst.chunks_mut(plane.max(1)).enumerate().for_each(|(k, d)| work(d, c * per + k))
+                })
+            })
+        });
     } else {
         out.chunks_mut((o * inner).max(1)).enumerate().for_each(|(p, dst)| work(dst, p));
     }
