@@ -262,6 +262,24 @@ DW_CASES = [(1, 384, 56, 56, 7, 1, 3), (2, 16, 5, 130, 3, 2, 2), (1, 3, 1, 7, 3,
             (1, 4, 14, 14, 5, 2, "same")]
 
 
+@pytest.mark.parametrize("h,w,kh,kw,dw", [(6, 130, 3, 5, 1), (7, 7, 7, 7, 1), (9, 17, 1, 3, 2), (5, 64, 5, 1, 1),
+                                        (2, 200, 3, 3, 3), (13, 33, 4, 2, 1)])
+def test_depthwise_row_tiles(h, w, kh, kw, dw, threads):
+    """The AVX-512 row tiles (up to 4 output rows x 64 columns, every tail) against torch, bit for bit
+    across thread counts: non-square kernels, column dilation, rows and columns that leave tails."""
+    c = 11
+    x = rng.standard_normal((2, c, h, w)).astype(np.float32)
+    wt = rng.standard_normal((c, 1, kh, kw)).astype(np.float32)
+    b = rng.standard_normal(c).astype(np.float32)
+    (tx, cx), (tw, cw), (tb, cbias) = both(x), both(wt), both(b)
+    pad = (kh // 2, (kw // 2) * dw)
+    want = F.conv2d(tx, tw, tb, padding=pad, dilation=(1, dw), groups=c)
+    same_bits(at_each(threads, lambda: CF.conv2d(cx, cw, cbias, padding=pad, dilation=(1, dw), groups=c)))
+    close(CF.conv2d(cx, cw, cbias, padding=pad, dilation=(1, dw), groups=c), want, 1e-4, 1e-4)
+    close(CF.conv2d(cx.transpose(2, 3).contiguous().transpose(2, 3), cw, None, padding=pad, dilation=(1, dw), groups=c),
+          F.conv2d(tx, tw, None, padding=pad, dilation=(1, dw), groups=c), 1e-4, 1e-4)
+
+
 @pytest.mark.parametrize("n,c,h,w,k,dil,pad", DW_CASES)
 def test_depthwise_register_blocks(n, c, h, w, k, dil, pad, threads):
     x = rng.standard_normal((n, c, h, w)).astype(np.float32)

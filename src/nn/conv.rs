@@ -16,28 +16,28 @@ use crate::tensor::{with_slice, PyTensor};
 use super::Ptr;
 
 /// Geometry of one convolution, spatial dims padded to 3 (leading ones).
-struct Geo {
-    len: [usize; 3],
-    k: [usize; 3],
-    out: [usize; 3],
-    stride: [usize; 3],
-    pad: [usize; 3],
-    dil: [usize; 3],
+pub(super) struct Geo {
+    pub(super) len: [usize; 3],
+    pub(super) k: [usize; 3],
+    pub(super) out: [usize; 3],
+    pub(super) stride: [usize; 3],
+    pub(super) pad: [usize; 3],
+    pub(super) dil: [usize; 3],
 }
 
 impl Geo {
-    fn kernel(&self) -> usize {
+    pub(super) fn kernel(&self) -> usize {
         self.k.iter().product()
     }
-    fn out_len(&self) -> usize {
+    pub(super) fn out_len(&self) -> usize {
         self.out.iter().product()
     }
-    fn in_len(&self) -> usize {
+    pub(super) fn in_len(&self) -> usize {
         self.len.iter().product()
     }
     /// For kernel column tap `c`: the output columns lo..hi whose input column lies inside the row,
     /// and the shift (input column = output column · stride + shift).
-    fn column_run(&self, c: usize) -> (usize, usize, i64) {
+    pub(super) fn column_run(&self, c: usize) -> (usize, usize, i64) {
         let shift = (c * self.dil[2]) as i64 - self.pad[2] as i64;
         let s2 = self.stride[2] as i64;
         let lo = if shift >= 0 { 0 } else { ((-shift) + s2 - 1) / s2 } as usize;
@@ -46,7 +46,7 @@ impl Geo {
     }
     /// The input row that kernel taps (a, b) read for output row r (= od·out[1] + oh), as a slice of
     /// the plane; None over padding.
-    fn source_row<'p, T>(&self, plane: &'p [T], a: usize, b: usize, r: usize) -> Option<&'p [T]> {
+    pub(super) fn source_row<'p, T>(&self, plane: &'p [T], a: usize, b: usize, r: usize) -> Option<&'p [T]> {
         let (od, oh) = (r / self.out[1], r % self.out[1]);
         let d = (od * self.stride[0] + a * self.dil[0]) as i64 - self.pad[0] as i64;
         let h = (oh * self.stride[1] + b * self.dil[1]) as i64 - self.pad[1] as i64;
@@ -136,173 +136,6 @@ fn gather<T: Copy>(dst: &mut [T], src: &[T], stride: usize) {
             dst[n - 1] = rest[0];
         }
         s => dst.iter_mut().zip(src.iter().step_by(s)).for_each(|(d, &v)| *d = v),
-    }
-}
-
-impl Geo {
-    /// One plane of a depthwise convolution straight from the input: for every kernel tap, the
-    /// in-range run of each output row gets `weight · input` added (the taps im2col would copy out).
-    #[inline(always)]
-    fn weighted_taps<T: Elem>(&self, plane: &[T], weights: &[T], out: &mut [T], bias: T) {
-        out.iter_mut().for_each(|v| *v = bias);
-        let o2 = self.out[2];
-        let mut t = 0;
-        for a in 0..self.k[0] {
-            for b in 0..self.k[1] {
-                for c in 0..self.k[2] {
-                    let wt = weights[t];
-                    t += 1;
-                    let (lo, hi, shift) = self.column_run(c);
-                    let s2 = self.stride[2] as i64;
-                    if lo >= hi {
-                        continue;
-                    }
-                    for (r, row) in out.chunks_exact_mut(o2.max(1)).enumerate() {
-                        let Some(src) = self.source_row(plane, a, b, r) else { continue };
-                        let dst = &mut row[lo..hi];
-                        if s2 == 1 {
-                            let from = (lo as i64 + shift) as usize;
-                            dst.iter_mut().zip(&src[from..from + hi - lo]).for_each(|(o, &v)| *o = *o + wt * v);
-                        } else {
-                            for (j, o) in dst.iter_mut().enumerate() {
-                                *o = *o + wt * src[((lo + j) as i64 * s2 + shift) as usize];
-                            }
-                        }
-                    }
-                }
-            }
-        }
-    }
-}
-
-impl Geo {
-    /// Stride-1 depthwise over 1-2 dims: the plane is zero-padded once into rows of width
-    /// Wp = W + 2·pad, so that each tap of an output row is a contiguous multiply-add at a fixed
-    /// offset (a·dil·Wp + b·dil).
-    #[inline(always)]
-    fn taps_over_padded<T: Elem>(&self, plane: &[T], weights: &[T], out: &mut [T], bias: T) {
-        let ([_, h, w], [_, ph, pw], [_, dh, dw]) = (self.len, self.pad, self.dil);
-        let (hp, wp) = (h + 2 * ph, w + 2 * pw);
-        let (oh, ow) = (self.out[1], self.out[2]);
-        // DW more zeros at the end, so that a register block (below) may read past the last row.
-        let mut padded = vec![T::default(); hp * wp + DW];
-        for (r, src) in plane.chunks_exact(w.max(1)).enumerate().take(h) {
-            padded[(r + ph) * wp + pw..(r + ph) * wp + pw + w].copy_from_slice(src);
-        }
-        let (kh, kw) = (self.k[1], self.k[2]);
-        // Sums at every position r·Wp + c of the padded plane's rows (pad columns included),
-        // rounded up to whole register blocks.
-        let long = (oh.max(1) - 1) * wp + ow;
-        let mut acc = vec![bias; long.next_multiple_of(DW)];
-        let mut done = false;
-        #[cfg(target_arch = "x86_64")]
-        if let (Some(p), Some(wf), Some(a)) = (as_f32(&padded), as_f32(weights), as_f32_mut(&mut acc)) {
-            let b = as_f32(std::slice::from_ref(&bias)).map_or(0.0, |b| b[0]);
-            let shape = DwShape { wp, kh, kw, dh, dw };
-            // SAFETY: the CPU has the features each kernel was compiled for (isa::level), and
-            // `padded` holds DW elements past the plane, which bounds the last block's reads.
-            done = match crate::isa::level() {
-                crate::isa::Level::Avx512 => unsafe { dw_blocks_avx512(p, wf, b, &shape, a); true },
-                crate::isa::Level::Avx2 => unsafe { dw_blocks_avx2(p, wf, b, &shape, a); true },
-                crate::isa::Level::Portable => false,
-            };
-        }
-        if !done {
-            // Each tap one long multiply-add over all positions at once.
-            for a in 0..kh {
-                for b in 0..kw {
-                    let (wt, off) = (weights[a * kw + b], a * dh * wp + b * dw);
-                    acc[..long].iter_mut().zip(&padded[off..off + long]).for_each(|(o, &v)| *o = *o + wt * v);
-                }
-            }
-        }
-        for r in 0..oh {
-            out[r * ow..(r + 1) * ow].copy_from_slice(&acc[r * wp..r * wp + ow]);
-        }
-    }
-}
-
-/// Positions per register block of the depthwise kernels (eight AVX-512 registers of f32).
-const DW: usize = 128;
-
-/// The geometry a depthwise register-block kernel walks: padded rows of `wp`, a kh × kw kernel
-/// dilated by (dh, dw), stride 1.
-struct DwShape {
-    wp: usize,
-    kh: usize,
-    kw: usize,
-    dh: usize,
-    dw: usize,
-}
-
-/// The slice as mutable f32 when T is f32.
-fn as_f32_mut<T: 'static>(v: &mut [T]) -> Option<&mut [f32]> {
-    (std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>())
-        // SAFETY: T is f32.
-        .then(|| unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr() as *mut f32, v.len()) })
-}
-
-/// Depthwise f32 over the padded plane's positions (output (r, c) sits at r·Wp + c of `long`
-/// positions, so a block spans rows and wastes only the pad columns), 128 positions held in eight
-/// AVX-512 registers through every tap: one load and one FMA per tap and 16 outputs, one store per
-/// block (a pass over the whole plane per tap, as the portable path does, also loads and stores the
-/// sums each time). Returns the sums at every position; the caller copies out the valid columns.
-///
-/// # Safety
-/// AVX-512F must be present; `p` must hold DW elements past the padded plane.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-unsafe fn dw_blocks_avx512(p: &[f32], w: &[f32], bias: f32, s: &DwShape, acc: &mut [f32]) {
-    use std::arch::x86_64::*;
-    for q0 in (0..acc.len()).step_by(DW) {
-        // Eight independent sums: enough in flight to cover the FMA latency.
-        let mut v = [_mm512_set1_ps(bias); DW / 16];
-        for a in 0..s.kh {
-            for b in 0..s.kw {
-                let at = q0 + a * s.dh * s.wp + b * s.dw;
-                // Checked once per tap: every read below is inside p[at..at + DW].
-                let src = p[at..at + DW].as_ptr();
-                let wt = _mm512_set1_ps(w[a * s.kw + b]);
-                for (i, v) in v.iter_mut().enumerate() {
-                    // SAFETY: src points at DW = 8 × 16 readable elements.
-                    *v = _mm512_fmadd_ps(wt, unsafe { _mm512_loadu_ps(src.add(16 * i)) }, *v);
-                }
-            }
-        }
-        let dst = acc[q0..q0 + DW].as_mut_ptr();
-        for (i, v) in v.iter().enumerate() {
-            // SAFETY: dst points at DW writable elements (acc is whole blocks long).
-            unsafe { _mm512_storeu_ps(dst.add(16 * i), *v) };
-        }
-    }
-}
-
-/// `dw_blocks_avx512` in sixteen AVX2 registers of 8.
-///
-/// # Safety
-/// AVX2 and FMA must be present; `p` as for `dw_blocks_avx512`.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn dw_blocks_avx2(p: &[f32], w: &[f32], bias: f32, s: &DwShape, acc: &mut [f32]) {
-    use std::arch::x86_64::*;
-    for q0 in (0..acc.len()).step_by(DW) {
-        let mut v = [_mm256_set1_ps(bias); DW / 8];
-        for a in 0..s.kh {
-            for b in 0..s.kw {
-                let at = q0 + a * s.dh * s.wp + b * s.dw;
-                let src = p[at..at + DW].as_ptr();
-                let wt = _mm256_set1_ps(w[a * s.kw + b]);
-                for (i, v) in v.iter_mut().enumerate() {
-                    // SAFETY: src points at DW = 16 × 8 readable elements.
-                    *v = _mm256_fmadd_ps(wt, unsafe { _mm256_loadu_ps(src.add(8 * i)) }, *v);
-                }
-            }
-        }
-        let dst = acc[q0..q0 + DW].as_mut_ptr();
-        for (i, v) in v.iter().enumerate() {
-            // SAFETY: dst points at DW = 16 × 8 writable elements.
-            unsafe { _mm256_storeu_ps(dst.add(8 * i), *v) };
-        }
     }
 }
 
@@ -506,7 +339,7 @@ fn conv_impl<T: Elem + WithDType>(x: &[T], w: &[T], b: Option<&[T]>, g: &Geo, n:
     let direct = kk == 1 && g.stride == [1; 3] && g.pad == [0; 3];
     if cin_g == 1 && cout_g == 1 && !direct {
         let mut y = uninit_vec::<T>(n * c_out * ol);
-        depthwise(x, w, b, &mut y, g, n * c_in, c_in);
+        super::depthwise::depthwise(x, w, b, &mut y, g, n * c_in, c_in);
         return y;
     }
     if let (Some(xf), Some(wf)) = (as_f32(x), as_f32(w)) {
@@ -582,7 +415,7 @@ fn conv_impl<T: Elem + WithDType>(x: &[T], w: &[T], b: Option<&[T]>, g: &Geo, n:
 }
 
 /// The slice as f32 when T is f32.
-fn as_f32<T: 'static>(v: &[T]) -> Option<&[f32]> {
+pub(super) fn as_f32<T: 'static>(v: &[T]) -> Option<&[f32]> {
     (std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>())
         // SAFETY: T is f32.
         .then(|| unsafe { std::slice::from_raw_parts(v.as_ptr() as *const f32, v.len()) })
@@ -619,33 +452,6 @@ fn conv_t_impl<T: Elem + WithDType>(x: &[T], w: &[T], b: Option<&[T]>, g: &Geo, 
         add_bias(&mut y, b, c_out, ol);
     }
     y
-}
-
-/// One filter per channel (groups == channels): each plane's weighted taps straight from the
-/// input (bias as the starting value), planes in parallel.
-fn depthwise<T: Elem>(x: &[T], w: &[T], b: Option<&[T]>, y: &mut [T], g: &Geo, planes: usize, channels: usize) {
-    let (kk, ol, il) = (g.kernel(), g.out_len(), g.in_len());
-    let yp = Ptr(y.as_mut_ptr());
-    let work = |p: usize| {
-        // SAFETY: plane p owns its output block.
-        let out = unsafe { yp.block(p, ol) };
-        let c = p % channels;
-        let bias = b.map_or(T::default(), |b| b[c]);
-        depthwise_plane(g, &x[p * il..(p + 1) * il], &w[c * kk..(c + 1) * kk], out, bias);
-    };
-    crate::pool::for_each(planes, &work);
-}
-
-multiversion! {
-    fn depthwise_plane<T>(g: &Geo, plane: &[T], weights: &[T], out: &mut [T], bias: T)
-    where [T: Elem]
-    {
-        if g.k[0] == 1 && g.len[0] == 1 && g.stride[1] == 1 && g.stride[2] == 1 {
-            g.taps_over_padded(plane, weights, out, bias);
-        } else {
-            g.weighted_taps(plane, weights, out, bias);
-        }
-    }
 }
 
 multiversion! {

@@ -4,6 +4,7 @@
 pub mod activation;
 pub mod attention;
 pub mod conv;
+mod depthwise;
 pub mod norm;
 pub mod pool;
 pub mod qlinear;
