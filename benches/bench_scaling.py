@@ -13,7 +13,7 @@ import timeit
 
 import numpy as np
 
-from harness import cpu_line
+from harness import cpu_line, settle
 
 p = argparse.ArgumentParser(description=__doc__)
 p.add_argument("--threads", type=int, nargs="+", default=None, help="default: 1, 2 and all cores")
@@ -39,7 +39,7 @@ def both(a):
 
 
 def best(fn):
-    fn()
+    settle(fn)  # the other side's spinning workers go quiet first
     once = timeit.timeit(fn, number=1)
     number = max(1, int(0.02 / max(once, 1e-7)))
     return min(timeit.repeat(fn, number=number, repeat=args.reps)) / number

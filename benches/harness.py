@@ -40,9 +40,21 @@ def setup(doc: str):
     return torch, cb
 
 
-def best(fn, number):
-    """Seconds per call: the best of 5 repeats of `number` calls, after one warm-up call."""
+def settle(fn, seconds=0.25):
+    """Calls `fn` for `seconds` before timing. Both sides' idle workers spin after a parallel op
+    (torch's OpenMP threads for tens of milliseconds), and on a machine with few cores the other
+    side's spinning workers would otherwise take the cores this side's timing needs."""
+    import time
+
+    end = time.perf_counter() + seconds
     fn()
+    while time.perf_counter() < end:
+        fn()
+
+
+def best(fn, number):
+    """Seconds per call: the best of 5 repeats of `number` calls, after `settle`."""
+    settle(fn)
     return min(timeit.repeat(fn, number=number, repeat=5)) / number
 
 
