@@ -244,20 +244,36 @@ super::kernels::multiversion! {
                 continue;
             }
             let mut lanes = [r[0]; L];
+            // NaNs are looked for alongside (a NaN seen anywhere makes the result NaN), so the lane
+            // loop is one max/min instruction per vector plus an unordered compare, not a blend.
+            let mut nan = [false; L];
             let mut chunks = r.chunks_exact(L);
             // Fixed-size chunks, so the lane loop compiles to whole vector compares and blends.
             let whole = chunks.by_ref().filter_map(|c| <&[T; L]>::try_from(c).ok());
             if max {
                 for c in whole {
                     for i in 0..L {
-                        lanes[i] = pick_max(lanes[i], c[i]);
+                        lanes[i] = if c[i] > lanes[i] { c[i] } else { lanes[i] };
+                        #[allow(clippy::eq_op)]
+                        let bad = c[i] != c[i];
+                        nan[i] |= bad;
                     }
                 }
             } else {
                 for c in whole {
                     for i in 0..L {
-                        lanes[i] = pick_min(lanes[i], c[i]);
+                        lanes[i] = if c[i] < lanes[i] { c[i] } else { lanes[i] };
+                        #[allow(clippy::eq_op)]
+                        let bad = c[i] != c[i];
+                        nan[i] |= bad;
                     }
+                }
+            }
+            if let Some(i) = nan.iter().position(|&b| b) {
+                // The first NaN lane's value: pick_* below carries a NaN through every fold.
+                let v = r[..r.len() - chunks.remainder().len()].iter().skip(i).step_by(L).copied().find(|v| v != v);
+                if let Some(v) = v {
+                    lanes[i] = v;
                 }
             }
             // The lanes folded in halves (vector ops down to the last few), then the tail.
