@@ -55,25 +55,24 @@ impl Geo {
         }
         Some(&plane[(d as usize * self.len[1] + h as usize) * self.len[2]..][..self.len[2]])
     }
-    /// Calls f(kernel tap index, output position index, input position index) for every pair that
-    /// lands inside the input (taps over padding are skipped).
-    fn for_each_tap(&self, mut f: impl FnMut(usize, usize, usize)) {
+    /// Calls f(kernel tap, first output position, first input position, count) for every run of
+    /// output positions along the last dim whose taps land inside the input: output positions
+    /// o..o + count read input positions i, i + stride[2], ... (taps over padding are skipped).
+    fn for_each_tap_run(&self, mut f: impl FnMut(usize, usize, usize, usize)) {
         let mut t = 0;
         for a in 0..self.k[0] {
             for b in 0..self.k[1] {
                 for c in 0..self.k[2] {
-                    let mut o = 0;
+                    let (lo, hi, shift) = self.column_run(c);
                     for od in 0..self.out[0] {
                         let d = (od * self.stride[0] + a * self.dil[0]) as i64 - self.pad[0] as i64;
                         for oh in 0..self.out[1] {
                             let h = (oh * self.stride[1] + b * self.dil[1]) as i64 - self.pad[1] as i64;
-                            for ow in 0..self.out[2] {
-                                let w = (ow * self.stride[2] + c * self.dil[2]) as i64 - self.pad[2] as i64;
-                                let inside = d >= 0 && h >= 0 && w >= 0 && (d as usize) < self.len[0] && (h as usize) < self.len[1] && (w as usize) < self.len[2];
-                                if inside {
-                                    f(t, o, (d as usize * self.len[1] + h as usize) * self.len[2] + w as usize);
-                                }
-                                o += 1;
+                            let inside = d >= 0 && h >= 0 && (d as usize) < self.len[0] && (h as usize) < self.len[1];
+                            if inside && lo < hi {
+                                let row = (d as usize * self.len[1] + h as usize) * self.len[2];
+                                let o = (od * self.out[1] + oh) * self.out[2] + lo;
+                                f(t, o, row + (lo as i64 * self.stride[2] as i64 + shift) as usize, hi - lo);
                             }
                         }
                     }
@@ -433,7 +432,7 @@ fn conv_t_impl<T: Elem + WithDType>(x: &[T], w: &[T], b: Option<&[T]>, g: &Geo, 
     let (kk, il, ol) = (g.kernel(), g.out_len(), g.in_len());
     let (cin_g, cout_g) = (c_in / groups, c_out / groups);
     let mut y = vec![T::default(); n * c_out * ol];
-    let mut cols = vec![T::default(); cout_g * kk * il];
+    let mut cols = uninit_vec::<T>(cout_g * kk * il); // every element written by the gemm
     for bi in 0..n {
         for gi in 0..groups {
             let xg = &x[(bi * c_in + gi * cin_g) * il..(bi * c_in + (gi + 1) * cin_g) * il];
@@ -445,7 +444,15 @@ fn conv_t_impl<T: Elem + WithDType>(x: &[T], w: &[T], b: Option<&[T]>, g: &Geo, 
             let cols = &cols;
             let col2im = |co: usize, dst: &mut [T]| {
                 let src = &cols[co * kk * il..(co + 1) * kk * il];
-                g.for_each_tap(|t, i, o| dst[o] = dst[o] + src[t * il + i]);
+                let s2 = g.stride[2];
+                g.for_each_tap_run(|t, i, o, count| {
+                    let from = &src[t * il + i..t * il + i + count];
+                    if s2 == 1 {
+                        dst[o..o + count].iter_mut().zip(from).for_each(|(d, &v)| *d = *d + v);
+                    } else {
+                        dst[o..].iter_mut().step_by(s2).zip(from).for_each(|(d, &v)| *d = *d + v);
+                    }
+                });
             };
             if cout_g * kk * il >= crate::tensor::kernels::PAR_THRESHOLD {
                 crate::pool::chunks_mut(yg, ol.max(1), col2im);
