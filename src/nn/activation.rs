@@ -50,7 +50,7 @@ fn gelu_tanh32(x: f32) -> f32 {
 }
 #[inline(always)]
 fn silu32(x: f32) -> f32 {
-    x / (1.0 + exp_f32(-x))
+    x / (1.0 + crate::tensor::kernels::exp_beside_one(-x))
 }
 #[inline(always)]
 fn mish32(x: f32) -> f32 {

@@ -409,9 +409,27 @@ pub fn tanh_f32(x: f32) -> f32 {
     t.copysign(x)
 }
 
+/// e^x where only results that matter next to 1 are needed (sigmoid's 1 + e^-x): one scaling step
+/// (normal results only: below e^-87 it gives e^-87, past e^88.7 infinity) and a degree-6 polynomial
+/// (~1 ulp on the reduced range); about a fifth fewer instructions than `exp_f32`.
+#[inline(always)]
+pub fn exp_beside_one(x: f32) -> f32 {
+    let x = x.clamp(-87.0, 89.0);
+    let n = (x * std::f32::consts::LOG2_E).round_ties_even();
+    let r = x - n * 0.693_145_75 - n * 1.428_606_8e-6;
+    let p = 1.0 + r * (1.0 + r * (0.5 + r * (0.166_666_67 + r * (0.041_666_668 + r * (0.008_333_334 + r * 0.001_388_889)))));
+    let n = if n.is_nan() { 0.0 } else { n };
+    // SAFETY: n is finite and within [-126, 128] after the clamp above.
+    let n: i32 = unsafe { n.to_int_unchecked() };
+    // n = 128 makes the exponent field all ones: 2^n is then infinity, as e^x is to f32.
+    p * f32::from_bits(((n + 127) as u32) << 23)
+}
+
+/// 1 / (1 + e^-x); below x ≈ -87 it returns e^-87's sigmoid (≤ 1.7e-38) or 0 where torch returns the
+/// subnormal value.
 #[inline(always)]
 pub fn sigmoid_f32(x: f32) -> f32 {
-    1.0 / (1.0 + exp_f32(-x))
+    1.0 / (1.0 + exp_beside_one(-x))
 }
 
 /// erf(x) for f32 (max abs error ~1e-7, small relative error near 0): Taylor series below 0.5,
