@@ -508,6 +508,8 @@ mod dev {
             return window::zeros(out_dims, x.dtype(), x.device());
         }
         let ns = x.rank() - 2;
+        // The im2col gathers (index_select) read contiguous tensors only.
+        let x = &x.contiguous().py()?;
         let (s, p, d, g) = (same(&spec.stride), same(&spec.padding), same(&spec.dilation), spec.groups);
         let y = crate::device::matmul_precision(&[x, w], |v| {
             let (x, w) = (&v[0], &v[1]);

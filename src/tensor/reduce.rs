@@ -6,7 +6,6 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use rayon::prelude::*;
 
-use super::kernels::exp_f32;
 use super::{cast, norm_dim, with_dtype, PyTensor};
 use crate::dtype::{opt_dtype, DType};
 use crate::error::{dtype_err, runtime_err, IntoPyResult};
@@ -676,7 +675,8 @@ fn softmax_rows(t: &Tensor, log: bool) -> PyResult<Tensor> {
 /// (a padded attention mask made SDPA 1.6x torch's time). NaN stays NaN.
 #[inline(always)]
 fn exp_below_max(v: f32) -> f32 {
-    let e = exp_f32(if v < -87.0 { -87.0 } else { v });
+    // v ≤ 0 and results under e^-87 are flushed to 0: the one-step exp covers the rest.
+    let e = super::kernels::exp_beside_one(v);
     if v < -87.0 { 0.0 } else { e }
 }
 

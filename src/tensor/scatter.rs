@@ -370,16 +370,16 @@ impl PyTensor {
     /// scatter family: a copy of self with src's values written (or combined) at index along dim.
     pub fn scatter_impl(&self, dim: i64, index: &PyTensor, src: Operand<'_>, reduce: Option<&str>) -> PyResult<PyTensor> {
         let d = norm_dim(dim, self.rank())?;
+        if matches!(reduce, Some("add" | "sum" | "multiply" | "prod")) {
+            if let Some(r) = self.widened(src, |me, src| me.scatter_impl(dim, index, src, reduce))? {
+                return Ok(r);
+            }
+        }
         if !super::is_cpu(&self.t) || !super::is_cpu(&index.t) {
             return self.scatter_dev(d, index, src, reduce);
         }
         if !matches!(index.dtype, DType::I64 | DType::I32) {
             return Err(runtime_err(format!("scatter(): Expected dtype int64 for index, got {}", index.dtype.name())));
-        }
-        if matches!(reduce, Some("add" | "sum" | "multiply" | "prod")) {
-            if let Some(r) = self.widened(src, |me, src| me.scatter_impl(dim, index, src, reduce))? {
-                return Ok(r);
-            }
         }
         if index.rank() != self.rank().max(1) && !(index.rank() <= 1 && self.rank() <= 1) {
             return Err(runtime_err("Index tensor must have the same number of dimensions as self tensor"));
@@ -475,15 +475,15 @@ impl PyTensor {
         if index.rank() > 1 {
             return Err(index_err(format!("{op}(): Index is supposed to be a vector")));
         }
-        if !super::is_cpu(&self.t) || !super::is_cpu(&index.t) {
-            return self.index_update_dev(d, index, source, mode, op);
-        }
         // torch's index_add rounds once along the first or last dim of a 2-D+ tensor (it runs as a
         // scatter_add there) and after every add elsewhere (one add_ per index entry).
         if matches!(mode, IndexMode::Add(_)) && self.rank() > 1 && (d == 0 || d + 1 == self.rank()) {
             if let Some(r) = self.widened(source, |me, src| me.index_update(dim, index, src, mode, op))? {
                 return Ok(r);
             }
+        }
+        if !super::is_cpu(&self.t) || !super::is_cpu(&index.t) {
+            return self.index_update_dev(d, index, source, mode, op);
         }
         let idx = index_values(index, op)?;
         let n = self.dims().get(d).copied().unwrap_or(1);
