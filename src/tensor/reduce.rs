@@ -151,7 +151,11 @@ impl<T: WithDType> Outer<'_, T> {
             fold(&self.data[ai * r * b + c0..], b, o);
         };
         if a * r * b >= super::kernels::PAR_THRESHOLD {
-            Python::attach(|py| py.detach(|| crate::pool::for_each(a * blocks, &task)));
+            // Runs of blocks per task: a block of a short reduction is a microsecond of work.
+            let n = a * blocks;
+            let per = n.div_ceil(4 * crate::pool::threads()).max(1);
+            let run = |t: usize| (t * per..((t + 1) * per).min(n)).for_each(task);
+            Python::attach(|py| py.detach(|| crate::pool::for_each(n.div_ceil(per), &run)));
         } else {
             (0..a * blocks).for_each(task);
         }
