@@ -165,6 +165,13 @@ pub fn for_each(n: usize, f: &(dyn Fn(usize) + Sync)) {
     }
 }
 
+/// Runs `f` over `0..n` in runs of consecutive indices, about four runs per thread: for items too
+/// small to be a task each (a row, a plane, a block of columns).
+pub fn for_each_run(n: usize, f: &(dyn Fn(std::ops::Range<usize>) + Sync)) {
+    let per = n.div_ceil(4 * threads()).max(1);
+    for_each(n.div_ceil(per), &|t| f(t * per..((t + 1) * per).min(n)));
+}
+
 /// Splits `out` into chunks of `chunk` elements and runs `f(chunk_index, chunk)` over the pool.
 pub fn chunks_mut<T: Send>(out: &mut [T], chunk: usize, f: impl Fn(usize, &mut [T]) + Sync) {
     let chunk = chunk.max(1);

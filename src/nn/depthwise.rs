@@ -14,10 +14,9 @@ pub(super) fn depthwise<T: Elem>(x: &[T], w: &[T], b: Option<&[T]>, y: &mut [T],
     let (kk, ol, il) = (g.kernel(), g.out_len(), g.in_len());
     let yp = Ptr(y.as_mut_ptr());
     // Runs of planes per task, sharing one padded scratch plane (its zero border is written once).
-    let per = planes.div_ceil(4 * crate::pool::threads()).max(1);
-    let work = |t: usize| {
+    let work = |run: std::ops::Range<usize>| {
         let mut scratch = Vec::new();
-        for p in t * per..((t + 1) * per).min(planes) {
+        for p in run {
             // SAFETY: plane p owns its output block.
             let out = unsafe { yp.block(p, ol) };
             let c = p % channels;
@@ -25,7 +24,7 @@ pub(super) fn depthwise<T: Elem>(x: &[T], w: &[T], b: Option<&[T]>, y: &mut [T],
             depthwise_plane(g, &x[p * il..(p + 1) * il], &w[c * kk..(c + 1) * kk], out, bias, &mut scratch);
         }
     };
-    crate::pool::for_each(planes.div_ceil(per), &work);
+    crate::pool::for_each_run(planes, &work);
 }
 
 multiversion! {

@@ -266,9 +266,8 @@ fn write_strided_par<T: Copy + Send + Sync>(data: &mut [T], outer: &[usize], os:
         });
     }
     let ptr = crate::pool::SendPtr(data.as_mut_ptr());
-    let per = rows.div_ceil(4 * threads).max(1);
-    crate::pool::for_each(rows.div_ceil(per), &|c| {
-        for r in c * per..((c + 1) * per).min(rows) {
+    crate::pool::for_each_run(rows, &|run| {
+        for r in run {
             let (mut rem, mut o) = (r, base);
             for (&d, &s) in outer.iter().zip(os).rev() {
                 o += (rem % d) * s;

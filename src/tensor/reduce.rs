@@ -152,10 +152,7 @@ impl<T: WithDType> Outer<'_, T> {
         };
         if a * r * b >= super::kernels::PAR_THRESHOLD {
             // Runs of blocks per task: a block of a short reduction is a microsecond of work.
-            let n = a * blocks;
-            let per = n.div_ceil(4 * crate::pool::threads()).max(1);
-            let run = |t: usize| (t * per..((t + 1) * per).min(n)).for_each(task);
-            Python::attach(|py| py.detach(|| crate::pool::for_each(n.div_ceil(per), &run)));
+            Python::attach(|py| py.detach(|| crate::pool::for_each_run(a * blocks, &|run| run.for_each(task))));
         } else {
             (0..a * blocks).for_each(task);
         }

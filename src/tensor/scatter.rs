@@ -191,9 +191,9 @@ impl<T: Copy + Send + Sync> Scatter<'_, T> {
             if idx.len() >= super::kernels::PAR_THRESHOLD && crate::pool::threads() > 1 {
                 let ok = std::sync::atomic::AtomicBool::new(true);
                 let dp = crate::pool::SendPtr(data.as_mut_ptr());
-                let (len, per) = (data.len(), dst.count.div_ceil(4 * crate::pool::threads()).max(1));
-                crate::pool::for_each(dst.count.div_ceil(per), &|c| {
-                    for r in c * per..((c + 1) * per).min(dst.count) {
+                let len = data.len();
+                crate::pool::for_each_run(dst.count, &|run| {
+                    for r in run {
                         let base = dst.base(r);
                         if base + n > len {
                             ok.store(false, std::sync::atomic::Ordering::Relaxed);
