@@ -1,6 +1,7 @@
 """The convolution kernel paths against torch, each at the sizes that pick it: Winograd F(2x2,3x3)
-for 3x3 stride-1 convs with 16+ channels (its filter cache included), im2col over tiles of output
-rows, 1x1 convs as a plain product, depthwise. `tests/test_isa.py` reruns them at every lower ISA
+for 3x3 stride-1 convs with 16+ channels (its filter cache included), the direct kernel for wide
+strided/dilated/grouped 1-D and 2-D f32 convs (AVX-512), im2col over tiles of output rows, 1x1
+convs as a plain product, depthwise. `tests/test_isa.py` reruns them at every lower ISA
 level the CPU has."""
 
 import pytest
@@ -83,6 +84,50 @@ TILED = [
 def test_im2col_tiles(cls, kwargs, shape):
     t, c = pair(cls, **kwargs)
     check_layer(t, c, make(shape, seed=5), atol=5e-5, rtol=1e-4)
+
+
+# Shapes the direct kernel takes on AVX-512: output rows at most 8% narrower than the padded,
+# stride-split input rows (wide maps). Odd channel counts leave partial 8-channel tiles; strides
+# with dilations that read only some stride phases; groups; 1-D front ends; one-vector row tails.
+DIRECT = [
+    ("Conv2d", dict(in_channels=3, out_channels=16, kernel_size=7, stride=2, padding=3), (1, 3, 64, 150)),
+    ("Conv2d", dict(in_channels=8, out_channels=20, kernel_size=3, stride=(2, 3), padding=(1, 2), dilation=(2, 1)), (2, 8, 41, 200)),
+    ("Conv2d", dict(in_channels=12, out_channels=18, kernel_size=3, padding=1, groups=3), (2, 12, 9, 130)),
+    ("Conv1d", dict(in_channels=4, out_channels=24, kernel_size=7, stride=2), (4, 4, 801)),
+    ("Conv1d", dict(in_channels=8, out_channels=3, kernel_size=5, stride=3, padding=2, dilation=2), (3, 8, 500)),
+    ("Conv2d", dict(in_channels=6, out_channels=10, kernel_size=5, stride=2, padding=4, dilation=2), (1, 6, 30, 400)),
+    ("Conv2d", dict(in_channels=32, out_channels=3, kernel_size=5, padding=2, bias=False), (1, 32, 40, 60)),
+    ("Conv2d", dict(in_channels=5, out_channels=9, kernel_size=(1, 3), stride=(1, 2)), (2, 5, 3, 37)),
+]
+
+
+@pytest.mark.parametrize("cls,kwargs,shape", DIRECT, ids=[f"{c[0]}-{i}" for i, c in enumerate(DIRECT)])
+def test_direct_kernel(cls, kwargs, shape):
+    t, c = pair(cls, **kwargs)
+    x = make(shape, seed=10)
+    check_layer(t, c, x, atol=5e-5, rtol=1e-4)
+    # A non-contiguous input, and every thread count (tiles split over positions and batches).
+    check_layer(t, c, x.transpose(-1, -2).contiguous().transpose(-1, -2), atol=5e-5, rtol=1e-4)
+    old = cb.get_num_threads()
+    try:
+        for n in (1, 3):
+            cb.set_num_threads(n)
+            check_layer(t, c, x, atol=5e-5, rtol=1e-4)
+    finally:
+        cb.set_num_threads(old)
+
+
+def test_winograd_small_map_over_threads():
+    """A small map at batch 1 (fewer tile blocks than threads) splits its products by channel."""
+    t, c = pair("Conv2d", 40, 36, 3, padding=1)
+    x = make((1, 40, 7, 9), seed=11)
+    old = cb.get_num_threads()
+    try:
+        for n in (1, 2, 3, 5):
+            cb.set_num_threads(n)
+            check_layer(t, c, x, atol=2e-5, rtol=1e-4)
+    finally:
+        cb.set_num_threads(old)
 
 
 @pytest.mark.parametrize("shape,k,s,p", [((1, 64, 56, 56), 3, 1, 1), ((2, 32, 15, 17), 7, 1, 3),

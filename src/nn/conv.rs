@@ -123,7 +123,7 @@ impl Geo {
 
 /// dst[i] = src[i·stride]: a copy for stride 1, pairs for stride 2 (vectorises as a deinterleave).
 #[inline(always)]
-fn gather<T: Copy>(dst: &mut [T], src: &[T], stride: usize) {
+pub(super) fn gather<T: Copy>(dst: &mut [T], src: &[T], stride: usize) {
     match stride {
         1 => dst.copy_from_slice(&src[..dst.len()]),
         2 => {
@@ -344,7 +344,15 @@ fn conv_impl<T: Elem + WithDType>(x: &[T], w: &[T], b: Option<&[T]>, g: &Geo, n:
     }
     if let (Some(xf), Some(wf)) = (as_f32(x), as_f32(w)) {
         let square3 = g.k == [1, 3, 3] && g.len[0] == 1 && g.stride == [1; 3] && g.dil == [1; 3];
-        if square3 && groups == 1 && super::winograd::worth_it(c_in, c_out, g.out[1], g.out[2]) {
+        let winograd = square3 && groups == 1 && super::winograd::worth_it(c_in, c_out, g.out[1], g.out[2]);
+        // Other f32 convs with a kernel (a 1x1 stays a plain product) on the direct kernel.
+        #[cfg(target_arch = "x86_64")]
+        if kk > 1 && !winograd && super::direct::suits(g) {
+            let y = super::direct::conv(xf, wf, b.and_then(as_f32), g, n, c_in, c_out, groups);
+            // SAFETY: T is f32 here (as_f32 succeeded), so the Vec's layout is the same.
+            return unsafe { std::mem::transmute::<Vec<f32>, Vec<T>>(y) };
+        }
+        if winograd {
             let plan = super::winograd::Plan {
                 n, cin: c_in, cout: c_out, h: g.len[1], w: g.len[2], pad: [g.pad[1], g.pad[2]], oh: g.out[1], ow: g.out[2],
             };

@@ -5,6 +5,8 @@ pub mod activation;
 pub mod attention;
 pub mod conv;
 mod depthwise;
+#[cfg(target_arch = "x86_64")]
+mod direct;
 pub mod norm;
 pub mod pool;
 pub mod qlinear;

@@ -54,47 +54,115 @@ pub fn conv3x3(x: &[f32], w: &[f32], bias: Option<&[f32]>, p: &Plan) -> Vec<f32>
             }
         }
     });
-    let u = filters(w, p.cout, p.cin);
-    let rows_per = (BLOCK_ELEMS / (16 * (p.cin + p.cout) * tw).max(1)).clamp(1, th);
+    // On AVX-512 the 16 products run on our register tiles, the filters kept packed for them (the
+    // gemm crate packs them again on every call: 16 MB per call at 512 channels).
+    #[cfg(target_arch = "x86_64")]
+    let packed = super::direct::available();
+    #[cfg(not(target_arch = "x86_64"))]
+    let packed = false;
+    let u = filters(w, p.cout, p.cin, packed);
+    let mut rows_per = (BLOCK_ELEMS / (16 * (p.cin + p.cout) * tw).max(1)).clamp(1, th);
+    if packed {
+        // Our tiles read U once per block: blocks of at least 32 tiles (whole vectors of them).
+        rows_per = rows_per.max(32usize.div_ceil(tw)).min(th);
+    }
     let blocks = th.div_ceil(rows_per);
     let mut y = uninit_vec::<f32>(p.n * p.cout * p.oh * p.ow);
     let yp = Ptr(y.as_mut_ptr());
-    let task = |i: usize| {
-        let (bi, blk) = (i / blocks, i % blocks);
-        let ty0 = blk * rows_per;
+    // Block i's tile rows, tiles, and the strides of its 16 transformed inputs and products.
+    let shape = |i: usize| {
+        let ty0 = (i % blocks) * rows_per;
         let rows = rows_per.min(th - ty0);
         let tb = rows * tw;
         // The 16 matrices sit a little more than their size apart: at a multiple of 4 KB, the 16
         // streams each transform reads or writes would share cache sets (measured: 2x slower).
-        let (sv, sm) = (p.cin * tb + SKEW, p.cout * tb + SKEW);
-        let mut v = uninit_vec::<f32>(16 * sv);
-        let mut m = uninit_vec::<f32>(16 * sm);
-        let mut scratch = uninit_vec::<f32>(8 * (tw + 1));
+        (ty0, rows, tb, p.cin * tb + SKEW, p.cout * tb + SKEW)
+    };
+    let transform_in = |i: usize, v: &mut [f32], scratch: &mut [f32]| {
+        let (ty0, rows, tb, sv, _) = shape(i);
+        let bi = i / blocks;
         let img = &padded[bi * p.cin * hp * wp..(bi + 1) * p.cin * hp * wp];
         for c in 0..p.cin {
-            input_tiles(&img[c * hp * wp..(c + 1) * hp * wp], wp, ty0, rows, tw, &mut v, c * tb, sv, &mut scratch);
-        }
-        for xi in 0..16 {
-            // SAFETY: U[xi] is cout × cin, V[xi] cin × tb, M[xi] cout × tb, all row-major and owned here.
-            unsafe {
-                gemm_serial(
-                    p.cout, p.cin, tb,
-                    u[xi * p.cout * p.cin..].as_ptr(), p.cin,
-                    v[xi * sv..].as_ptr(), tb,
-                    m[xi * sm..].as_mut_ptr(), tb, false,
-                )
-            };
-        }
-        // This block's output rows: 2·ty0 up to two per tile row, clipped to the plane.
-        let (r0, r1) = (2 * ty0, (2 * (ty0 + rows)).min(p.oh));
-        for co in 0..p.cout {
-            // SAFETY: rows r0..r1 of channel co of image bi belong to this task alone.
-            let out = unsafe { std::slice::from_raw_parts_mut(yp.get().add(((bi * p.cout + co) * p.oh + r0) * p.ow), (r1 - r0) * p.ow) };
-            let b = bias.map_or(0.0, |b| b[co]);
-            output_tiles(&m, co * tb, sm, out, p.ow, rows, tw, b, &mut scratch);
+            input_tiles(&img[c * hp * wp..(c + 1) * hp * wp], wp, ty0, rows, tw, v, c * tb, sv, scratch);
         }
     };
-    crate::pool::for_each(p.n * blocks, &task);
+    // Products xi of block i for output channels co0..co1 (co0 a multiple of 8 when packed).
+    let products = |i: usize, v: &[f32], m: *mut f32, xi: usize, co0: usize, co1: usize| {
+        let (_, _, tb, sv, sm) = shape(i);
+        #[cfg(target_arch = "x86_64")]
+        if packed {
+            let ul = p.cout.next_multiple_of(8) * p.cin;
+            // SAFETY: U[xi] is packed cout × cin, V[xi] cin × tb with SKEW after it, M[xi] cout × tb.
+            unsafe {
+                super::direct::product(&u[xi * ul + co0 * p.cin..(xi + 1) * ul], co1 - co0, p.cin, v[xi * sv..].as_ptr(), tb, m.add(xi * sm + co0 * tb))
+            };
+            return;
+        }
+        // SAFETY: U[xi] is cout × cin, V[xi] cin × tb, M[xi] cout × tb, all row-major.
+        unsafe {
+            gemm_serial(
+                co1 - co0, p.cin, tb,
+                u[xi * p.cout * p.cin + co0 * p.cin..].as_ptr(), p.cin,
+                v[xi * sv..].as_ptr(), tb,
+                m.add(xi * sm + co0 * tb), tb, false,
+            )
+        };
+    };
+    let transform_out = |i: usize, m: &[f32], co: usize, scratch: &mut [f32]| {
+        let (ty0, rows, tb, _, sm) = shape(i);
+        let bi = i / blocks;
+        // This block's output rows: 2·ty0 up to two per tile row, clipped to the plane.
+        let (r0, r1) = (2 * ty0, (2 * (ty0 + rows)).min(p.oh));
+        // SAFETY: rows r0..r1 of channel co of image bi belong to this call alone.
+        let out = unsafe { std::slice::from_raw_parts_mut(yp.get().add(((bi * p.cout + co) * p.oh + r0) * p.ow), (r1 - r0) * p.ow) };
+        let b = bias.map_or(0.0, |b| b[co]);
+        output_tiles(m, co * tb, sm, out, p.ow, rows, tw, b, scratch);
+    };
+    let threads = crate::pool::threads();
+    if p.n * blocks >= threads || p.n == 0 {
+        // A task per block: its transforms and its 16 products.
+        crate::pool::for_each(p.n * blocks, &|i| {
+            let (_, _, _, sv, sm) = shape(i);
+            let mut v = uninit_vec::<f32>(16 * sv);
+            let mut m = uninit_vec::<f32>(16 * sm);
+            let mut scratch = uninit_vec::<f32>(8 * (tw + 1));
+            transform_in(i, &mut v, &mut scratch);
+            for xi in 0..16 {
+                products(i, &v, m.as_mut_ptr(), xi, 0, p.cout);
+            }
+            for co in 0..p.cout {
+                transform_out(i, &m, co, &mut scratch);
+            }
+        });
+    } else {
+        // Fewer blocks than threads (a small map at batch 1): each stage over the pool, the
+        // products split by output channels as well.
+        let (_, _, _, sv, sm) = shape(0);
+        let nb = p.n * blocks;
+        let mut v = uninit_vec::<f32>(nb * 16 * sv);
+        let mut m = uninit_vec::<f32>(nb * 16 * sm);
+        crate::pool::chunks_mut(&mut v, 16 * sv, |i, vi| transform_in(i, vi, &mut uninit_vec::<f32>(8 * (tw + 1))));
+        let parts = (4 * threads).div_ceil(16 * nb).min(p.cout.div_ceil(8)).max(1);
+        let step = p.cout.div_ceil(parts).next_multiple_of(8);
+        let mp = Ptr(m.as_mut_ptr());
+        let v = &v;
+        crate::pool::for_each(nb * 16 * parts, &|t| {
+            let (i, xi, part) = (t / (16 * parts), t / parts % 16, t % parts);
+            let (co0, co1) = ((part * step).min(p.cout), ((part + 1) * step).min(p.cout));
+            if co0 < co1 {
+                // SAFETY: block i's products xi for channels co0..co1 are this task's alone.
+                products(i, &v[i * 16 * sv..(i + 1) * 16 * sv], unsafe { mp.get().add(i * 16 * sm) }, xi, co0, co1);
+            }
+        });
+        let m = &m;
+        crate::pool::for_each_run(nb * p.cout, &|r| {
+            let mut scratch = uninit_vec::<f32>(8 * (tw + 1));
+            for t in r {
+                let (i, co) = (t / p.cout, t % p.cout);
+                transform_out(i, &m[i * 16 * sm..(i + 1) * 16 * sm], co, &mut scratch);
+            }
+        });
+    }
     y
 }
 
@@ -190,13 +258,14 @@ fn interleave(row: &mut [f32], a: &[f32], b: &[f32]) {
     }
 }
 
-/// U = G·g·Gᵀ for every filter, as 16 matrices (C_out × C_in): transformed once per weight content.
-fn filters(w: &[f32], cout: usize, cin: usize) -> Arc<Vec<f32>> {
-    type Cache = Mutex<HashMap<(usize, usize, usize), (u64, Arc<Vec<f32>>)>>;
+/// U = G·g·Gᵀ for every filter, as 16 matrices (C_out × C_in; `packed`: as `direct::pack_rows`
+/// packs them): transformed once per weight content.
+fn filters(w: &[f32], cout: usize, cin: usize, packed: bool) -> Arc<Vec<f32>> {
+    type Cache = Mutex<HashMap<(usize, usize, usize, bool), (u64, Arc<Vec<f32>>)>>;
     static CACHE: std::sync::OnceLock<Cache> = std::sync::OnceLock::new();
     /// Transformed filters kept, in elements (~256 MB); past it the cache starts over.
     const CAP: usize = 64 << 20;
-    let key = (w.as_ptr() as usize, cout, cin);
+    let key = (w.as_ptr() as usize, cout, cin, packed);
     let sum = fingerprint(w);
     let cache = CACHE.get_or_init(Default::default);
     if let Some((s, u)) = cache.lock().ok().and_then(|c| c.get(&key).cloned()) {
@@ -204,7 +273,16 @@ fn filters(w: &[f32], cout: usize, cin: usize) -> Arc<Vec<f32>> {
             return u;
         }
     }
-    let u = Arc::new(transform_filters(w, cout, cin));
+    let mut u = transform_filters(w, cout, cin);
+    #[cfg(target_arch = "x86_64")]
+    if packed {
+        let mut all = Vec::with_capacity(16 * cout.next_multiple_of(8) * cin);
+        for ux in u.chunks_exact(cout * cin) {
+            all.extend_from_slice(&super::direct::pack_rows(ux, cout, cin));
+        }
+        u = all;
+    }
+    let u = Arc::new(u);
     if let Ok(mut c) = cache.lock() {
         if c.values().map(|(_, u)| u.len()).sum::<usize>() + u.len() > CAP {
             c.clear();

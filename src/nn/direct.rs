@@ -1,0 +1,297 @@
+//! f32 convolution (1-D and 2-D) on AVX-512 as a product whose B rows are shifted views of the
+//! input: the input is copied once per call, zero-padded and split into its stride phases, so that
+//! every kernel tap reads one contiguous run of the copy for a run of output positions. No im2col
+//! buffer and no packing of B: the strided convs (a 7x7 stride-2 stem, 1-D speech front ends, the
+//! stride-2 3x3 and 1x1 of a ResNet) run at the FMA rate of a plain product.
+//!
+//! Output positions are taken over the copy's row width (`wq`, a few columns wider than the output
+//! row); the extra columns are computed and dropped by masked stores. Register tiles: 8 output
+//! channels (weights broadcast, packed per call as [tap][8]) × 48 positions (3 vectors).
+
+use std::arch::x86_64::*;
+
+use super::conv::{gather, Geo};
+use crate::pool::SendPtr;
+use crate::tensor::kernels::uninit_vec;
+
+/// Output channels per register tile.
+const MR: usize = 8;
+/// Vectors of 16 positions per register tile (8 × 3 accumulators + 3 B vectors + a broadcast).
+const NV: usize = 3;
+const NR: usize = 16 * NV;
+/// Packed weights kept per group of channel tiles (bytes), so they stay in L2 while positions pass.
+const A_BYTES: usize = 256 << 10;
+
+/// Whether this CPU (under `CANDLE_BIND_ISA`) runs the kernel.
+pub(super) fn available() -> bool {
+    crate::isa::level() == crate::isa::Level::Avx512
+}
+
+/// The padded, phase-split copy of one input channel: `planes` planes of `hq × wq`, plane
+/// (a, b) holding padded element (i·sh + a, j·sw + b) at (i, j). Only the phases some tap reads.
+struct Layout {
+    hq: usize,
+    wq: usize,
+    /// Plane index of each row phase (usize::MAX where no tap reads it); the same for columns.
+    ph: Vec<usize>,
+    pw: Vec<usize>,
+    /// Column phases read, and planes per channel.
+    nw: usize,
+    planes: usize,
+}
+
+impl Layout {
+    fn new(g: &Geo) -> Layout {
+        let (sh, sw) = (g.stride[1], g.stride[2]);
+        let (hp, wp) = (g.len[1] + 2 * g.pad[1], g.len[2] + 2 * g.pad[2]);
+        let used = |s: usize, k: usize, d: usize| {
+            let mut idx = vec![usize::MAX; s];
+            let mut count = 0;
+            for t in 0..k {
+                let p = t * d % s;
+                if idx[p] == usize::MAX {
+                    idx[p] = count;
+                    count += 1;
+                }
+            }
+            (idx, count)
+        };
+        let (ph, nh) = used(sh, g.k[1], g.dil[1]);
+        let (pw, nw) = used(sw, g.k[2], g.dil[2]);
+        Layout { hq: hp.div_ceil(sh), wq: wp.div_ceil(sw), ph, pw, nw, planes: nh * nw }
+    }
+    fn plane_len(&self) -> usize {
+        self.hq * self.wq
+    }
+    fn chan_len(&self) -> usize {
+        self.planes * self.plane_len()
+    }
+    /// Elements past the last plane that the last tiles of a row may read (into garbage columns).
+    fn slack(&self) -> usize {
+        self.wq + NR
+    }
+    /// Element offset of every (channel, tap) row of B in a copy of `cin` channels.
+    fn offsets(&self, g: &Geo, cin: usize) -> Vec<usize> {
+        let (sh, sw) = (g.stride[1], g.stride[2]);
+        let mut offs = Vec::with_capacity(cin * g.k[1] * g.k[2]);
+        for c in 0..cin {
+            for kh in 0..g.k[1] {
+                for kw in 0..g.k[2] {
+                    let (a, b) = (kh * g.dil[1], kw * g.dil[2]);
+                    let plane = c * self.planes + self.ph[a % sh] * self.nw + self.pw[b % sw];
+                    offs.push(plane * self.plane_len() + (a / sh) * self.wq + b / sw);
+                }
+            }
+        }
+        offs
+    }
+    /// Writes the planes of one input channel (`src`, h × w) into `dst` (chan_len elements).
+    fn fill(&self, g: &Geo, src: &[f32], dst: &mut [f32]) {
+        let (sh, sw, h, w) = (g.stride[1], g.stride[2], g.len[1], g.len[2]);
+        let (pt, pl) = (g.pad[1], g.pad[2]);
+        for (a, &ia) in self.ph.iter().enumerate().filter(|(_, &i)| i != usize::MAX) {
+            for (b, &ib) in self.pw.iter().enumerate().filter(|(_, &i)| i != usize::MAX) {
+                let plane = &mut dst[(ia * self.nw + ib) * self.plane_len()..][..self.plane_len()];
+                // Columns j whose padded column j·sw + b lies inside the input: lo..hi.
+                let lo = pl.saturating_sub(b).div_ceil(sw).min(self.wq);
+                let hi = (pl + w).saturating_sub(b).div_ceil(sw).clamp(lo, self.wq);
+                for (i, row) in plane.chunks_exact_mut(self.wq).enumerate() {
+                    let r = i * sh + a;
+                    if r < pt || r >= pt + h || lo == hi {
+                        row.fill(0.0);
+                        continue;
+                    }
+                    row[..lo].fill(0.0);
+                    row[hi..].fill(0.0);
+                    let first = lo * sw + b - pl;
+                    gather(&mut row[lo..hi], &src[(r - pt) * w + first..], sw);
+                }
+            }
+        }
+    }
+}
+
+/// Whether the direct kernel should run this f32 convolution: 1-D or 2-D, and the positions it
+/// computes (the copy's wider rows, whole vectors) at most 8% more than the output's. Small maps
+/// (a 7x7 or 14x14 output under a 3x3 kernel) waste more and stay with im2col and gemm.
+pub(super) fn suits(g: &Geo) -> bool {
+    if !available() || g.k[0] != 1 || g.len[0] != 1 || g.out[0] != 1 || g.out[1] == 0 || g.out[2] == 0 {
+        return false;
+    }
+    let wq = (g.len[2] + 2 * g.pad[2]).div_ceil(g.stride[2]);
+    let computed = (g.out[1] * wq).next_multiple_of(16);
+    computed * 25 <= g.out[1] * g.out[2] * 27
+}
+
+/// A (m × k, row-major) packed for `tile`: per tile of MR rows, [k][MR], zero rows past m.
+pub(super) fn pack_rows(a: &[f32], m: usize, k: usize) -> Vec<f32> {
+    let mut packed = vec![0f32; m.div_ceil(MR) * k * MR];
+    for (r, row) in a.chunks_exact(k.max(1)).take(m).enumerate() {
+        let dst = &mut packed[(r / MR) * k * MR..][..k * MR];
+        for (j, &v) in row.iter().enumerate() {
+            dst[j * MR + r % MR] = v;
+        }
+    }
+    packed
+}
+
+/// C (m × n, row-major) = A · B for A packed by `pack_rows` and B (k × n) row-major.
+///
+/// # Safety
+/// `available()`; B holds k rows of n and 16 readable elements past its end; C holds m × n.
+pub(super) unsafe fn product(a: &[f32], m: usize, k: usize, b: *const f32, n: usize, c: *mut f32) {
+    let offs: Vec<usize> = (0..k).map(|i| i * n).collect();
+    let d = Dest { wq: n, ow: n, oh: 1, ol: n };
+    for t in 0..m.div_ceil(MR) {
+        let (at, rows) = (a[t * k * MR..].as_ptr(), (m - t * MR).min(MR));
+        for p0 in (0..n).step_by(NR) {
+            // SAFETY: the caller's bounds; a tile's last vector reads at most 15 past row k - 1.
+            unsafe {
+                let (src, out) = (b.add(p0), c.add(t * MR * n));
+                match (n - p0).div_ceil(16).min(NV) {
+                    1 => tile::<1>(at, &offs, src, p0, None, out, rows, d),
+                    2 => tile::<2>(at, &offs, src, p0, None, out, rows, d),
+                    _ => tile::<3>(at, &offs, src, p0, None, out, rows, d),
+                }
+            }
+        }
+    }
+}
+
+/// Where a tile's rows go: output channel rows of `ol` elements, positions over the copy's rows.
+#[derive(Clone, Copy)]
+struct Dest {
+    wq: usize,
+    ow: usize,
+    oh: usize,
+    ol: usize,
+}
+
+/// y (n × c_out × oh × ow) = conv(x, w) + b for a geometry that `suits`.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn conv(x: &[f32], w: &[f32], b: Option<&[f32]>, g: &Geo, n: usize, c_in: usize, c_out: usize, groups: usize) -> Vec<f32> {
+    let lay = Layout::new(g);
+    let (cin_g, cout_g) = (c_in / groups, c_out / groups);
+    let (il, ol) = (g.in_len(), g.out_len());
+    let kdim = cin_g * g.k[1] * g.k[2];
+    let offs = lay.offsets(g, cin_g);
+    let per = cin_g * lay.chan_len() + lay.slack();
+    // The copies of every (batch, group), channels over the pool.
+    let mut copy = uninit_vec::<f32>(n * groups * per);
+    {
+        let cp = SendPtr(copy.as_mut_ptr());
+        crate::pool::for_each_run(n * c_in, &|r| {
+            for t in r {
+                let (bg, c) = (t / cin_g, t % cin_g);
+                // SAFETY: channel t's planes are its own block of the copy.
+                let dst = unsafe { std::slice::from_raw_parts_mut(cp.get().add(bg * per + c * lay.chan_len()), lay.chan_len()) };
+                lay.fill(g, &x[t * il..(t + 1) * il], dst);
+                if c == cin_g - 1 {
+                    // SAFETY: the slack after the group's last channel, also this task's alone.
+                    unsafe { std::slice::from_raw_parts_mut(cp.get().add(bg * per + cin_g * lay.chan_len()), lay.slack()) }.fill(0.0);
+                }
+            }
+        });
+    }
+    // Weights packed per tile of MR channels as [tap][MR], per group.
+    let tiles_c = cout_g.div_ceil(MR);
+    let mut packed = Vec::with_capacity(groups * tiles_c * kdim * MR);
+    for wg in w.chunks_exact(cout_g * kdim).take(groups) {
+        packed.extend_from_slice(&pack_rows(wg, cout_g, kdim));
+    }
+    let dest = Dest { wq: lay.wq, ow: g.out[2], oh: g.out[1], ol };
+    let blocks = (g.out[1] * lay.wq).div_ceil(NR);
+    // Pieces of the position blocks: enough for four per thread when (batch, group)s are fewer.
+    let threads = crate::pool::threads();
+    let pieces = if n * groups >= 4 * threads { 1 } else { (4 * threads).div_ceil(n * groups).min(blocks) };
+    let chunk_tiles = (A_BYTES / (kdim * MR * 4)).max(1);
+    let mut y = uninit_vec::<f32>(n * c_out * ol);
+    let yp = SendPtr(y.as_mut_ptr());
+    let (copy, packed, offs) = (&copy, &packed, &offs);
+    crate::pool::for_each(n * groups * pieces, &|task| {
+        let (bg, piece) = (task / pieces, task % pieces);
+        let (bi, gi) = (bg / groups, bg % groups);
+        let (b0, b1) = (blocks * piece / pieces, blocks * (piece + 1) / pieces);
+        let base = copy[bg * per..].as_ptr();
+        for t0 in (0..tiles_c).step_by(chunk_tiles) {
+            for blk in b0..b1 {
+                let p0 = blk * NR;
+                let nv = (dest.oh * dest.wq - p0).div_ceil(16).min(NV);
+                // SAFETY: p0 < the copy's row positions.
+                let src = unsafe { base.add(p0) };
+                for t in t0..(t0 + chunk_tiles).min(tiles_c) {
+                    let co = t * MR;
+                    let rows = (cout_g - co).min(MR);
+                    let a = packed[(gi * tiles_c + t) * kdim * MR..].as_ptr();
+                    let bias = b.map(|b| &b[gi * cout_g + co..gi * cout_g + co + rows]);
+                    // SAFETY: this task alone writes positions of block blk for channels co..co+rows
+                    // of (bi, gi); `a` holds kdim × MR weights; every B row read lies in the copy
+                    // (offsets + positions < per, see Layout::slack).
+                    unsafe {
+                        let out = yp.get().add((bi * c_out + gi * cout_g + co) * ol);
+                        match nv {
+                            1 => tile::<1>(a, offs, src, p0, bias, out, rows, dest),
+                            2 => tile::<2>(a, offs, src, p0, bias, out, rows, dest),
+                            _ => tile::<3>(a, offs, src, p0, bias, out, rows, dest),
+                        }
+                    }
+                }
+            }
+        }
+    });
+    y
+}
+
+/// One register tile: `rows` (≤ MR) output channels × positions p0..p0 + 16·V of the copy's rows,
+/// B row k at `base + offs[k]`.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,fma")]
+#[allow(clippy::too_many_arguments)]
+unsafe fn tile<const V: usize>(a: *const f32, offs: &[usize], base: *const f32, p0: usize, bias: Option<&[f32]>, out: *mut f32, rows: usize, d: Dest) {
+    // SAFETY: the caller's bounds (see `conv`).
+    unsafe {
+        let mut acc = [[_mm512_setzero_ps(); V]; MR];
+        if let Some(bias) = bias {
+            for (i, &v) in bias.iter().enumerate() {
+                acc[i] = [_mm512_set1_ps(v); V];
+            }
+        }
+        for (k, &off) in offs.iter().enumerate() {
+            let bp = base.add(off);
+            let bv: [__m512; V] = std::array::from_fn(|v| _mm512_loadu_ps(bp.add(16 * v)));
+            let ak = a.add(k * MR);
+            for (i, acci) in acc.iter_mut().enumerate() {
+                let av = _mm512_set1_ps(*ak.add(i));
+                for v in 0..V {
+                    acci[v] = _mm512_fmadd_ps(av, bv[v], acci[v]);
+                }
+            }
+        }
+        for (i, acci) in acc.iter().enumerate().take(rows) {
+            let dst = out.add(i * d.ol);
+            for (v, &val) in acci.iter().enumerate() {
+                store(dst, val, p0 + 16 * v, d);
+            }
+        }
+    }
+}
+
+/// Stores the 16 positions q0.. of the copy's rows that are output positions (column < ow, row
+/// < oh) to their places in the output row `dst`.
+#[inline(always)]
+unsafe fn store(dst: *mut f32, v: __m512, q0: usize, d: Dest) {
+    let gap = d.wq - d.ow;
+    let mut r = q0 / d.wq;
+    while r < d.oh && r * d.wq < q0 + 16 {
+        let row0 = r * d.wq;
+        let (lo, hi) = (row0.max(q0), (row0 + d.ow).min(q0 + 16));
+        if lo < hi {
+            let mask = (((1u32 << (hi - q0)) - 1) & !((1u32 << (lo - q0)) - 1)) as __mmask16;
+            // Lane l holds position q0 + l, output column q0 + l - r·gap; masked-off lanes are
+            // neither read nor written, so the base may lie before the row.
+            let p = dst.wrapping_add(q0).wrapping_sub(r * gap);
+            // SAFETY: the unmasked lanes are output positions of this row.
+            unsafe { _mm512_mask_storeu_ps(p, mask, v) };
+        }
+        r += 1;
+    }
+}
