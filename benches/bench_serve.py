@@ -10,8 +10,8 @@ client cancels after the first token, malformed ones) from `--clients` concurren
 `--max-tokens` each. Every greedy answer is compared with the same server's answer to that request
 alone (sent before the load): a difference is a "mixed" output. Throughput is completion tokens of
 answered requests per second of wall time; TTFT is the first content chunk for streams and the whole
-answer otherwise. Both servers run one sequence at a time (llama-cpp-python's server has no slots;
-ours runs `--parallel` slots one after another until batched generation lands).
+answer otherwise. Ours decodes `--parallel` sequences together (continuous batching, 4 by default as
+in `serve`); llama-cpp-python's server has no slots and runs one request at a time.
 
 Embeddings row: batches of 32 inputs of 128 tokens (bench_realsize's MiniLM inputs) through our HTTP
 endpoint against ONNX Runtime's session.run at batch 32 in process (no HTTP), same threads.
@@ -360,7 +360,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=4, help="alternating rounds per server (requests split evenly)")
     ap.add_argument("--max-tokens", type=int, default=16)
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--parallel", type=int, default=1)
+    ap.add_argument("--parallel", type=int, default=4)
     ap.add_argument("--ctx", type=int, default=2048)
     ap.add_argument("--embed-reps", type=int, default=8)
     ap.add_argument("--sentences", type=int, default=10000)

@@ -277,10 +277,31 @@ def test_disconnect_mid_stream_frees_the_slot(llm, client):
 
 
 @needs_smollm
+def test_short_request_joins_a_running_long_one(llm, client):
+    """Continuous batching (--parallel, 4 by default): a request arriving while a long stream decodes
+    joins its batch at the next step and is answered at once, with the tokens it gets alone; the
+    long stream runs on to its full length."""
+    single = client.completions.create(model=MODEL, prompt="The capital of France is", max_tokens=8, temperature=0)
+    body = {"model": MODEL, "prompt": "Once upon a time", "max_tokens": 300, "temperature": 0, "stream": True,
+            "logit_bias": {"2": -100, "0": -100}}
+    with httpx.Client(timeout=120) as h:
+        with h.stream("POST", llm.url + "/v1/completions", json=body, headers={"authorization": f"Bearer {KEY}"}) as r:
+            lines = r.iter_lines()
+            assert [next(lines) for _ in range(4)]
+            t = time.perf_counter()
+            short = client.completions.create(model=MODEL, prompt="The capital of France is", max_tokens=8, temperature=0)
+            waited = time.perf_counter() - t
+            chunks = [json.loads(x[6:]) for x in lines if x.startswith("data: {")]
+    assert short.choices[0].text == single.choices[0].text
+    assert waited < 2.0, waited  # FIFO would wait for the ~290 tokens left of the long stream
+    assert chunks[-1]["choices"][0]["finish_reason"] == "length"
+
+
+@needs_smollm
 def test_queue_limit_and_sigterm():
     """A full queue is a 429; SIGTERM closes the port, lets in-flight requests finish within the grace
     period (the rest get 503) and exits 0."""
-    srv = Server(SMOLLM, "--alias", MODEL, "--max-queue", "1", "--ctx-size", "2048", "--shutdown-timeout", "2")
+    srv = Server(SMOLLM, "--alias", MODEL, "--max-queue", "1", "--ctx-size", "2048", "--shutdown-timeout", "2", "-np", "1")
     try:  # the long stream needs ~20 s here: the 2 s grace period after SIGTERM always cuts it
         body = {"model": MODEL, "prompt": "Once upon a time", "max_tokens": 2000, "temperature": 0, "stream": True,
                 "logit_bias": {"2": -100, "0": -100}}

@@ -29,8 +29,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("-t", "--threads", type=int, default=None, help="compute threads (default: candle_bind's, one per core)")
     p.add_argument("--device", default=None, help="where a GGUF model runs: cpu (default) or cuda[:N] (a CUDA build)")
     p.add_argument("-c", "--ctx-size", type=int, default=0, help="context size in tokens (default 0: the model's own)")
-    p.add_argument("-np", "--parallel", type=int, default=1,
-                   help="sequence slots; until batched generation lands they run one after another")
+    p.add_argument("-np", "--parallel", type=int, default=4,
+                   help="sequences decoded together, each in its own KV cache slot (continuous batching; default 4)")
     p.add_argument("-n", "--n-predict", type=int, default=-1, help="max_tokens when a request gives none (-1: up to the context)")
     p.add_argument("-a", "--alias", default=None, help="the model id clients use (default: the file or folder name)")
     p.add_argument("--api-key", default=os.environ.get("CANDLE_BIND_API_KEY"),
@@ -81,8 +81,6 @@ def main(argv: Optional[List[str]] = None) -> int:
     except (OSError, ValueError, NotImplementedError, ImportError, RuntimeError) as e:
         print(f"candle_bind serve: cannot load {path}: {e}", file=sys.stderr)
         return 1
-    if host.kind == "llm" and args.parallel > 1:
-        log.info("--parallel %d: slots run one after another until batched generation lands", args.parallel)
     log.info("serving %s (%s) as `%s` on http://%s:%d with %d threads", path, host.kind, host.model_id, args.host,
              args.port, candle_bind.get_num_threads())
     return serve(build_app(host), host, args.host, args.port, args.log_level)

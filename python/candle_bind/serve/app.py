@@ -38,7 +38,7 @@ class Options:
     alias: Optional[str] = None
     ctx_size: int = 0              # 0: the model's trained context
     n_predict: int = -1            # default max_tokens; -1: up to the context
-    parallel: int = 1
+    parallel: int = 4              # sequences decoded together (continuous batching)
     max_queue: int = 256
     max_body: int = 4 << 20
     api_key: Optional[str] = None
@@ -76,7 +76,9 @@ class Host:
             self.vocab_size = self.llm.vocab_size
             trained = self.llm.context_length
             self.ctx_size = min(opts.ctx_size, trained) if opts.ctx_size > 0 else trained
-            self.worker = Worker("candle_bind-generate", Generator(self.llm, self.ctx_size), opts.max_queue)
+            slots = max(1, opts.parallel)
+            self.worker = Worker("candle_bind-generate", Generator(self.llm, self.ctx_size, slots), opts.max_queue,
+                                 max_batch=slots)
         m = self.metrics
         m.gauge("queue_depth", "Requests waiting for the model.", lambda: self.worker.depth)
         m.gauge("requests_running", "Requests the model is working on.", lambda: self.worker.running)

@@ -53,9 +53,9 @@ class Job:
 
 
 class Worker:
-    """A bounded FIFO of jobs served by one thread. `handler(jobs)` runs a batch: one job for a
-    generator, several for an encoder whose `max_batch` is above one (their `size`s add up to at most
-    that). A full queue refuses with 429, a draining one with 503."""
+    """A bounded FIFO of jobs served by one thread. `handler(jobs)` runs a batch: several jobs when
+    `max_batch` is above one (their `size`s add up to at most that); a generator's handler also takes
+    jobs queued while it runs (`take_more`). A full queue refuses with 429, a draining one with 503."""
 
     def __init__(self, name: str, handler: Callable[["Worker", List[Job]], None], max_queue: int,
                  max_batch: int = 1, on_idle: Optional[Callable[[], None]] = None):
@@ -121,6 +121,17 @@ class Worker:
             job.cancel()
             return True
         return False
+
+    def take_more(self, limit: int) -> List[Job]:
+        """Called by a running handler: up to `limit` queued jobs, without waiting (a generator's
+        continuous batching takes new requests between two steps)."""
+        jobs: List[Job] = []
+        with self._cv:
+            while self._queue and len(jobs) < limit and not self.expired():
+                job = self._queue.popleft()
+                if not job.cancelled:
+                    jobs.append(job)
+        return jobs
 
     def _take(self) -> Optional[List[Job]]:
         with self._cv:

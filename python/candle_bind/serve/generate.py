@@ -1,18 +1,20 @@
-"""Text generation for the chat and completions endpoints, on the worker thread: the sampling loop
-over a GGUF model's KV cache, text released as it becomes final (whole UTF-8 characters, nothing that
+"""Text generation for the chat and completions endpoints, on the worker thread: continuous batching
+over a GGUF model's KV cache slots, the sampling of each choice, text released as it becomes final (whole UTF-8 characters, nothing that
 might turn out to start a stop string), stop strings cut out, and log-probabilities."""
 
 from __future__ import annotations
 
 import random
 import time
+from collections import deque
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Tuple
+from typing import Deque, Dict, List, Optional, Tuple
 
 import numpy as np
 
 from .. import _C
 from .engine import Job, Worker
+from .errors import APIError
 from .protocol import Sampling
 
 
@@ -92,14 +94,98 @@ class TextOut:
         return self._release(len(self.text))
 
 
-class Generator:
-    """Runs `GenTask`s on one GGUF model, one sequence at a time (the KV cache holds one)."""
+class _Choice:
+    """One choice of one request in the batch: its prompt, KV slot, sampler and text. The generator
+    feeds its prompt in chunks, then one token a step; `take` samples from its row of a step's logits."""
 
-    def __init__(self, llm, ctx_size: int):
+    def __init__(self, gen: "Generator", state: "_JobState", prompt: List[int], budget: int, index: int,
+                 seed: int, offset: int):
+        s = state.task.sampling
+        self.gen, self.state, self.job = gen, state, state.job
+        self.prompt, self.budget, self.index, self.offset = prompt, budget, index, offset
+        self.s = s
+        greedy = s.temperature == 0.0 or s.top_p == 0.0 or s.top_k == 1
+        self.sampler = _C.Sampler(0.0 if greedy else s.temperature, s.top_k or None,
+                                  s.top_p if s.top_p is not None and s.top_p < 1.0 else None, s.repeat_penalty, seed)
+        self.adjust = bool(s.presence_penalty or s.frequency_penalty or s.logit_bias)
+        self.bias_ids = np.fromiter(s.logit_bias.keys(), dtype=np.int64, count=len(s.logit_bias))
+        self.bias_vals = np.fromiter(s.logit_bias.values(), dtype=np.float32, count=len(s.logit_bias))
+        self.counts: Dict[int, int] = {}
+        self.context = list(prompt)
+        self.out = TextOut(gen.tok, s.stop)
+        self.fed = 0                      # positions written to its cache slot
+        self.n = 0                        # tokens generated
+        self.slot: Optional[int] = None
+
+    def entry(self, chunk: int) -> Tuple[List[int], int]:
+        """(tokens, first position) for this step: the next prompt chunk of `chunk` tokens (chunks fall
+        at the same places alone or batched, so the numbers do too), or the last token."""
+        if self.fed < len(self.prompt):
+            return self.prompt[self.fed:self.fed + chunk], self.fed
+        return [self.context[-1]], len(self.context) - 1
+
+    def take(self, logits) -> Optional[str]:
+        """Samples and emits this step's token; the finish reason when the choice ended."""
+        s = self.s
+        scores = logits
+        if self.adjust:
+            arr = logits.numpy().copy()
+            if self.counts:
+                ids = np.fromiter(self.counts.keys(), dtype=np.int64, count=len(self.counts))
+                arr[ids] -= s.presence_penalty + s.frequency_penalty * np.fromiter(self.counts.values(), dtype=np.float32,
+                                                                                    count=len(self.counts))
+            if len(self.bias_ids):
+                arr[self.bias_ids] += self.bias_vals
+            scores = _C.from_numpy(arr)
+        token = self.sampler.sample(scores, self.context if s.repeat_penalty != 1.0 else [])
+        if token in self.gen.stop_ids:
+            return "stop"
+        lp = self.gen._logprobs(logits, token, s.logprobs) if s.logprobs is not None else None
+        self.n += 1
+        self.context.append(token)
+        self.counts[token] = self.counts.get(token, 0) + 1
+        at = self.offset + len(self.out.text)
+        text, hit = self.out.push(token)
+        if self.job.first_token is None:
+            self.job.first_token = time.perf_counter()
+        self.job.emit("token", {"index": self.index, "text": text, "logprobs": lp, "offset": at})
+        if hit:
+            return "stop"
+        return "length" if self.n >= self.budget else None
+
+    def end(self, reason: str) -> None:
+        rest = self.out.finish(reason == "stop")
+        if rest:
+            self.job.emit("token", {"index": self.index, "text": rest, "logprobs": None})
+        self.job.emit("end", {"index": self.index, "finish_reason": reason})
+
+
+class _JobState:
+    """A request's choices still running and the tokens counted for its usage."""
+
+    def __init__(self, job: Job):
+        self.job = job
+        self.task: GenTask = job.payload
+        self.left = 0
+        self.prompt_tokens = sum(len(p) for p in self.task.prompts)
+        self.completion_tokens = 0
+
+
+class Generator:
+    """Runs `GenTask`s on one GGUF model with continuous batching: up to `slots` sequences (choices
+    of any requests) decode together, one forward per step over all of them, each in its own KV cache
+    slot. Requests join between steps as slots free up, so a short request is not stuck behind a long
+    one. Prompts go in chunks of at most `prefill_chunk` tokens per step, so a long prompt does not
+    stall the sequences already decoding. Greedy output does not depend on the batch (each row of the
+    quantized products is computed alone)."""
+
+    def __init__(self, llm, ctx_size: int, slots: int = 1, prefill_chunk: int = 256):
         self.llm = llm
         self.model = llm._model
         self.tok = llm.tokenizer
         self.ctx_size = ctx_size
+        self.slots = max(1, int(slots))
+        self.prefill_chunk = max(1, int(prefill_chunk))
         eos = llm.metadata.get("tokenizer.ggml.eos_token_id")
         self.stop_ids = set() if eos is None else {int(eos)}
         # Chat models end turns with their own token (<|im_end|>, <|eot_id|>): stop on those as well.
@@ -127,79 +213,105 @@ class Generator:
                 self._piece_cache[token] = got
         return got
 
-    def __call__(self, worker: Worker, jobs: List[Job]) -> None:
-        for job in jobs:
-            self.run(worker, job)
-
-    def run(self, worker: Worker, job: Job) -> None:
-        task: GenTask = job.payload
-        s = task.sampling
-        prompt_tokens = completion_tokens = 0
+    def _admit(self, job: Job, states: Dict[Job, _JobState], waiting: Deque[_Choice]) -> None:
+        state = _JobState(job)
+        task, s = state.task, state.task.sampling
         for p, prompt in enumerate(task.prompts):
-            prompt_tokens += len(prompt)
             for j in range(s.n):
                 index = p * s.n + j
                 if task.echo[p]:
                     job.emit("token", {"index": index, "text": task.echo[p], "logprobs": None})
                 seed = (s.seed + index) if s.seed is not None else random.getrandbits(63)
-                got = self._one(worker, job, prompt, task.max_tokens[p], s, index, seed, len(task.echo[p]))
-                if got is None:
-                    return
-                completion_tokens += got
-        job.emit("done", {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                          "total_tokens": prompt_tokens + completion_tokens})
+                c = _Choice(self, state, prompt, task.max_tokens[p], index, seed, len(task.echo[p]))
+                state.left += 1
+                if c.budget <= 0:
+                    self._finish(c, "length", states)
+                else:
+                    waiting.append(c)
+        if state.left:
+            states[job] = state
+        else:
+            self._done(state)
 
-    def _one(self, worker: Worker, job: Job, prompt: List[int], budget: int, s: Sampling, index: int,
-             seed: int, offset: int) -> Optional[int]:
-        """One choice: emits its tokens and its end; the number of new tokens, None when stopped."""
-        greedy = s.temperature == 0.0 or s.top_p == 0.0 or s.top_k == 1
-        sampler = _C.Sampler(0.0 if greedy else s.temperature, s.top_k or None,
-                             s.top_p if s.top_p is not None and s.top_p < 1.0 else None, s.repeat_penalty, seed)
-        adjust = bool(s.presence_penalty or s.frequency_penalty or s.logit_bias)
-        bias_ids = np.fromiter(s.logit_bias.keys(), dtype=np.int64, count=len(s.logit_bias))
-        bias_vals = np.fromiter(s.logit_bias.values(), dtype=np.float32, count=len(s.logit_bias))
-        counts: Dict[int, int] = {}
-        context = list(prompt)
-        out = TextOut(self.tok, s.stop)
-        if worker.should_stop(job):
-            return None
-        logits = self.model.step(prompt, 0)
-        reason, n = "length", 0
-        while n < budget:
-            if worker.should_stop(job):
-                return None
-            scores = logits
-            if adjust:
-                arr = logits.numpy().copy()
-                if counts:
-                    ids = np.fromiter(counts.keys(), dtype=np.int64, count=len(counts))
-                    arr[ids] -= s.presence_penalty + s.frequency_penalty * np.fromiter(counts.values(), dtype=np.float32, count=len(counts))
-                if len(bias_ids):
-                    arr[bias_ids] += bias_vals
-                scores = _C.from_numpy(arr)
-            token = sampler.sample(scores, context if s.repeat_penalty != 1.0 else [])
-            if token in self.stop_ids:
-                reason = "stop"
-                break
-            lp = self._logprobs(logits, token, s.logprobs) if s.logprobs is not None else None
-            n += 1
-            context.append(token)
-            counts[token] = counts.get(token, 0) + 1
-            at = offset + len(out.text)
-            text, hit = out.push(token)
-            if job.first_token is None:
-                job.first_token = time.perf_counter()
-            job.emit("token", {"index": index, "text": text, "logprobs": lp, "offset": at})
-            if hit:
-                reason = "stop"
-                break
-            if n < budget:
-                logits = self.model.step([token], len(context) - 1)
-        rest = out.finish(reason == "stop")
-        if rest:
-            job.emit("token", {"index": index, "text": rest, "logprobs": None})
-        job.emit("end", {"index": index, "finish_reason": reason})
-        return n
+    def _done(self, state: _JobState) -> None:
+        state.job.emit("done", {"prompt_tokens": state.prompt_tokens, "completion_tokens": state.completion_tokens,
+                                "total_tokens": state.prompt_tokens + state.completion_tokens})
+
+    def _finish(self, c: _Choice, reason: str, states: Dict[Job, _JobState]) -> None:
+        if c.slot is not None:
+            self.model.release(c.slot)
+            c.slot = None
+        c.end(reason)
+        state = c.state
+        state.completion_tokens += c.n
+        state.left -= 1
+        if state.left == 0:
+            states.pop(state.job, None)
+            self._done(state)
+
+    def __call__(self, worker: Worker, jobs: List[Job]) -> None:
+        states: Dict[Job, _JobState] = {}
+        waiting: Deque[_Choice] = deque()
+        live: List[_Choice] = []
+        try:
+            for job in jobs:
+                self._admit(job, states, waiting)
+            while live or waiting:
+                # Requests whose client left, or past the shutdown grace: their slots free at once.
+                for job in [j for j in states if worker.should_stop(j)]:
+                    del states[job]
+                    for c in [c for c in live if c.job is job]:
+                        live.remove(c)
+                        if c.slot is not None:
+                            self.model.release(c.slot)
+                    for c in [c for c in waiting if c.job is job]:
+                        waiting.remove(c)
+                used = {c.slot for c in live}
+                while waiting and len(live) < self.slots:
+                    c = waiting.popleft()
+                    c.slot = next(i for i in range(1, self.slots + 2) if i not in used)
+                    used.add(c.slot)
+                    live.append(c)
+                worker.running = len(states)
+                if not live:
+                    break
+                entries, owners, prompt_tokens = [], [], 0
+                for c in live:
+                    tokens, start = c.entry(self.prefill_chunk)
+                    if c.fed < len(c.prompt):
+                        # Prompt tokens per step are bounded: a chunk waits if it would pass the bound.
+                        if prompt_tokens and prompt_tokens + len(tokens) > self.prefill_chunk:
+                            continue
+                        prompt_tokens += len(tokens)
+                    entries.append((c.slot, tokens, start))
+                    owners.append(c)
+                logits = self.model.step_batch(entries)
+                for row, (c, (_, chunk, _)) in enumerate(zip(owners, entries)):
+                    c.fed += len(chunk)
+                    if c.fed < len(c.prompt):
+                        continue  # more of its prompt to come
+                    reason = c.take(logits[row])
+                    if reason is not None:
+                        live.remove(c)
+                        self._finish(c, reason, states)
+                # Newly queued requests join between steps while there are free slots.
+                free = self.slots - len(live) - len(waiting)
+                if free > 0:
+                    for job in worker.take_more(free):
+                        job.started = time.perf_counter()
+                        self._admit(job, states, waiting)
+        except BaseException as e:  # noqa: BLE001 - every request in the batch gets the error, not just the first
+            err = e if isinstance(e, APIError) else APIError(500, f"internal error: {type(e).__name__}: {e}",
+                                                             code="internal_error")
+            for job in states:
+                if not job.finished:
+                    job.fail(err)
+            states.clear()
+        finally:
+            for c in live:
+                if c.slot is not None:
+                    self.model.release(c.slot)
+            worker.running = 0
 
     def _logprobs(self, logits, token: int, top: int):
         """(token, logprob, bytes, [(token, logprob, bytes)] of the `top` likeliest) under the model."""
