@@ -119,8 +119,9 @@ pub fn conv3x3(x: &[f32], w: &[f32], bias: Option<&[f32]>, p: &Plan) -> Vec<f32>
         output_tiles(m, co * tb, sm, out, p.ow, rows, tw, b, scratch);
     };
     let threads = crate::pool::threads();
-    if p.n * blocks >= threads || p.n == 0 {
-        // A task per block: its transforms and its 16 products.
+    if p.n * blocks >= 4 * threads || p.n == 0 {
+        // A task per block (four or more per thread, so that the smaller last block evens out): its
+        // transforms and its 16 products.
         crate::pool::for_each(p.n * blocks, &|i| {
             let (_, _, _, sv, sm) = shape(i);
             let mut v = uninit_vec::<f32>(16 * sv);
@@ -135,8 +136,8 @@ pub fn conv3x3(x: &[f32], w: &[f32], bias: Option<&[f32]>, p: &Plan) -> Vec<f32>
             }
         });
     } else {
-        // Fewer blocks than threads (a small map at batch 1): each stage over the pool, the
-        // products split by output channels as well.
+        // Few blocks (a small map at batch 1): each stage over the pool, the products split by
+        // output channels as well, so the threads get even shares.
         let (_, _, _, sv, sm) = shape(0);
         let nb = p.n * blocks;
         let mut v = uninit_vec::<f32>(nb * 16 * sv);
