@@ -269,7 +269,7 @@ fn f32_tiles(ta: &Tensor, tb: &Tensor, batch: &[usize]) -> bool {
     // B's columns must be rows of W contiguous in k (`x @ W.T`, read in place): those pack by 16×16
     // transposes; a row-major B packs element by element, slower than gemm's own packing.
     let w_rows = tb.layout().stride()[tb.rank() - 2] == 1;
-    super::gemm16::f32_tiles_available() && w_rows && m >= 16 && k >= 16 && n >= 16 && nb * m * k * n >= SERIAL_MACS
+    super::gemm16::f32_tiles_available() && w_rows && m > DOT_ROWS && k >= 16 && n >= 16 && nb * m * k * n >= SERIAL_MACS
 }
 
 fn run_f32_tiles(ta: &Tensor, tb: &Tensor, batch: &[usize]) -> pyo3::PyResult<Tensor> {
