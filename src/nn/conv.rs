@@ -406,14 +406,26 @@ fn conv_impl<T: Elem + WithDType>(x: &[T], w: &[T], b: Option<&[T]>, g: &Geo, n:
         let (rhs, ldb): (&[T], usize) = if direct {
             (&xg[c0..], il)
         } else {
-            cols = uninit_vec::<T>(kdim * width);
-            for (c, dst) in cols.chunks_exact_mut(kk * width).enumerate() {
+            // 16 elements of slack: the f32 tiles' last vector may read past the last row.
+            cols = uninit_vec::<T>(kdim * width + 16);
+            cols[kdim * width..].fill(T::default());
+            for (c, dst) in cols[..kdim * width].chunks_exact_mut(kk * width).enumerate() {
                 g.im2col(&xg[c * il..(c + 1) * il], pos.clone(), dst);
             }
             (&cols, width)
         };
         // SAFETY: this task alone writes columns c0..c0+width of output channels gi·cout_g.. of batch bi.
         let dst = unsafe { yp.get().add((bi * c_out + gi * cout_g) * ol + c0) };
+        #[cfg(target_arch = "x86_64")]
+        if let (false, true, Some(wf)) = (direct, super::direct::available(), as_f32(wg)) {
+            // The f32 product on our register tiles, the weight read in place (gemm packs it again
+            // on every call).
+            // SAFETY: as below; T is f32 (as_f32 succeeded); cols has 16 elements of slack.
+            unsafe {
+                super::direct::product_rows(wf, cout_g, kdim, rhs.as_ptr() as *const f32, width, dst as *mut f32, ol, b.and_then(as_f32).map(|b| &b[gi * cout_g..(gi + 1) * cout_g]))
+            };
+            return;
+        }
         if let Some(b) = b {
             for co in 0..cout_g {
                 // SAFETY: as above, row co of the tile.

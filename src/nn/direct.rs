@@ -158,9 +158,35 @@ pub(super) unsafe fn product(a: &[f32], m: usize, k: usize, b: *const f32, n: us
     }
 }
 
+/// out rows (m, `ldo` apart) columns 0..n (+)= W (m × k, rows contiguous) · cols (k × n, row-major,
+/// 16 readable elements past its end): an im2col tile's product, the weight read in place.
+///
+/// # Safety
+/// `available()`; the bounds above; `bias` (m values) starts the sums, else out's values are
+/// overwritten.
+pub(super) unsafe fn product_rows(w: &[f32], m: usize, k: usize, cols: *const f32, n: usize, out: *mut f32, ldo: usize, bias: Option<&[f32]>) {
+    let offs: Vec<usize> = (0..k).map(|i| i * n).collect();
+    let d = Dest { wq: n, ow: n, oh: 1, ol: ldo };
+    for co in (0..m).step_by(MR) {
+        let rows = (m - co).min(MR);
+        let (a, b) = (w[co * k..].as_ptr(), bias.map(|b| &b[co..co + rows]));
+        for p0 in (0..n).step_by(NR) {
+            // SAFETY: the caller's bounds; a tile's last vector reads at most 15 past row k - 1.
+            unsafe {
+                let (src, o) = (cols.add(p0), out.add(co * ldo));
+                match (n - p0).div_ceil(16).min(NV) {
+                    1 => tile_rows::<1>(a, k, &offs, src, p0, b, o, rows, d),
+                    2 => tile_rows::<2>(a, k, &offs, src, p0, b, o, rows, d),
+                    _ => tile_rows::<3>(a, k, &offs, src, p0, b, o, rows, d),
+                }
+            }
+        }
+    }
+}
+
 /// Where a tile's rows go: output channel rows of `ol` elements, positions over the copy's rows.
 #[derive(Clone, Copy)]
-struct Dest {
+pub(super) struct Dest {
     wq: usize,
     ow: usize,
     oh: usize,
@@ -261,6 +287,46 @@ unsafe fn tile<const V: usize>(a: *const f32, offs: &[usize], base: *const f32, 
             let ak = a.add(k * MR);
             for (i, acci) in acc.iter_mut().enumerate() {
                 let av = _mm512_set1_ps(*ak.add(i));
+                for v in 0..V {
+                    acci[v] = _mm512_fmadd_ps(av, bv[v], acci[v]);
+                }
+            }
+        }
+        for (i, acci) in acc.iter().enumerate().take(rows) {
+            let dst = out.add(i * d.ol);
+            for (v, &val) in acci.iter().enumerate() {
+                store(dst, val, p0 + 16 * v, d);
+            }
+        }
+    }
+}
+
+/// `tile` with A read where it is: row i of the tile (a weight row, k contiguous) at `a + i·ld`
+/// (rows past `rows` read row 0 again; their sums are dropped).
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,fma")]
+#[allow(clippy::too_many_arguments)]
+pub(super) unsafe fn tile_rows<const V: usize>(a: *const f32, ld: usize, offs: &[usize], base: *const f32, p0: usize, bias: Option<&[f32]>, out: *mut f32, rows: usize, d: Dest) {
+    let rp: [*const f32; MR] = std::array::from_fn(|i| if i < rows { a.wrapping_add(i * ld) } else { a });
+    // SAFETY: the caller's contract; each row pointer holds offs.len() elements.
+    unsafe { tile_ptrs::<V>(&rp, offs, base, p0, bias, out, rows, d) }
+}
+
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,fma")]
+#[allow(clippy::too_many_arguments)]
+unsafe fn tile_ptrs<const V: usize>(rp: &[*const f32; MR], offs: &[usize], base: *const f32, p0: usize, bias: Option<&[f32]>, out: *mut f32, rows: usize, d: Dest) {
+    // SAFETY: the caller's bounds.
+    unsafe {
+        let mut acc = [[_mm512_setzero_ps(); V]; MR];
+        if let Some(bias) = bias {
+            for (i, &v) in bias.iter().enumerate() {
+                acc[i] = [_mm512_set1_ps(v); V];
+            }
+        }
+        for (k, &off) in offs.iter().enumerate() {
+            let bp = base.add(off);
+            let bv: [__m512; V] = std::array::from_fn(|v| _mm512_loadu_ps(bp.add(16 * v)));
+            for (i, acci) in acc.iter_mut().enumerate() {
+                let av = _mm512_set1_ps(*rp[i].add(k));
                 for v in 0..V {
                     acci[v] = _mm512_fmadd_ps(av, bv[v], acci[v]);
                 }
