@@ -158,12 +158,13 @@ pub(super) unsafe fn product(a: &[f32], m: usize, k: usize, b: *const f32, n: us
     }
 }
 
-/// out rows (m, `ldo` apart) columns 0..n (+)= W (m × k, rows contiguous) · cols (k × n, row-major,
+/// out rows (m, `ldo` apart) columns 0..n = W (m × k, rows contiguous) · cols (k × n, row-major,
 /// 16 readable elements past its end): an im2col tile's product, the weight read in place.
 ///
 /// # Safety
 /// `available()`; the bounds above; `bias` (m values) starts the sums, else out's values are
 /// overwritten.
+#[allow(clippy::too_many_arguments)]
 pub(super) unsafe fn product_rows(w: &[f32], m: usize, k: usize, cols: *const f32, n: usize, out: *mut f32, ldo: usize, bias: Option<&[f32]>) {
     let offs: Vec<usize> = (0..k).map(|i| i * n).collect();
     let d = Dest { wq: n, ow: n, oh: 1, ol: ldo };

@@ -324,6 +324,8 @@ impl PyTensor {
     /// index_select on the CPU: output rows (outer, len(index), inner) copied from self's rows in
     /// runs of whole rows over the pool (Candle's copies one row at a time on one thread).
     pub(super) fn index_select_cpu(&self, d: usize, index: &PyTensor) -> PyResult<PyTensor> {
+        /// Rows ahead of the copy whose lines are prefetched.
+        const AHEAD: usize = 4;
         let n = self.dims().get(d).copied().unwrap_or(1);
         let me = if self.rank() == 0 { self.t.reshape(1).py()? } else { self.t.clone() };
         let me = if me.is_contiguous() { me } else { super::copy_contiguous(&me)? };
@@ -341,14 +343,25 @@ impl PyTensor {
                 let k = idx.len();
                 let mut out = super::kernels::uninit_vec::<T>(outer * k * inner);
                 // Output row r = (outer a, entry j) is self's row (a, idx[j]).
+                let rows = outer * k;
+                let src_of = |r: usize| (r / k.max(1) * n + idx[r % k.max(1)] as usize) * inner;
                 let fill = |r0: usize, dst: &mut [T]| {
                     for (q, row) in dst.chunks_mut(inner.max(1)).enumerate() {
-                        let (a, j) = ((r0 + q) / k.max(1), (r0 + q) % k.max(1));
-                        let src = (a * n + idx[j] as usize) * inner;
+                        // Rows come from anywhere in the table: fetch a few rows ahead, a line
+                        // at a time, so the copies do not wait on memory one row after another.
+                        #[cfg(target_arch = "x86_64")]
+                        if r0 + q + AHEAD < rows {
+                            let ahead = data[src_of(r0 + q + AHEAD)..].as_ptr() as *const i8;
+                            let bytes = inner * std::mem::size_of::<T>();
+                            for off in (0..bytes).step_by(64) {
+                                // SAFETY: a prefetch never faults; the address is inside that row.
+                                unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(ahead.wrapping_add(off)) };
+                            }
+                        }
+                        let src = src_of(r0 + q);
                         row.copy_from_slice(&data[src..src + inner]);
                     }
                 };
-                let rows = outer * k;
                 if out.len() >= super::kernels::PAR_THRESHOLD && crate::pool::threads() > 1 && inner > 0 {
                     let per = rows.div_ceil(4 * crate::pool::threads()).max(1);
                     crate::pool::chunks_mut(&mut out, per * inner, |c, dst| fill(c * per, dst));
