@@ -117,6 +117,29 @@ def test_direct_kernel(cls, kwargs, shape):
         cb.set_num_threads(old)
 
 
+@pytest.mark.parametrize("shape,wshape,kw", [
+    ((0, 3, 64, 150), (16, 3, 7, 7), dict(stride=2, padding=3)),    # empty batch, direct geometry
+    ((2, 0, 20, 130), (5, 0, 3, 3), dict(padding=1)),               # no input channels: torch answers (N, 0, ...)
+    ((2, 0, 20, 20), (32, 0, 3, 3), dict(padding=1)),
+    ((1, 4, 1, 130), (6, 4, 1, 3), {}),                             # one-row map
+    ((1, 6, 1, 1), (8, 6, 1, 1), dict(stride=2)),                   # one-element map, strided 1x1
+])
+def test_conv_edge_shapes(shape, wshape, kw):
+    x, w, b = make(shape, seed=12), make(wshape, seed=13), make(wshape[:1], seed=14)
+    for bias in (b, None):
+        assert_same(F.conv2d(to_cb(x), to_cb(w), None if bias is None else to_cb(bias), **kw),
+                    torch.nn.functional.conv2d(x, w, bias, **kw), atol=1e-5)
+
+
+def test_conv_weight_without_output_channels_raises():
+    for fn, x, w in [("conv1d", (1, 4, 130), (0, 4, 3)), ("conv2d", (1, 4, 10, 10), (0, 4, 3, 3))]:
+        with pytest.raises(RuntimeError) as theirs:
+            getattr(torch.nn.functional, fn)(make(x), make(w), padding=1)
+        with pytest.raises(RuntimeError) as ours:
+            getattr(F, fn)(to_cb(make(x)), to_cb(make(w)), padding=1)
+        assert str(ours.value) == str(theirs.value)
+
+
 def test_winograd_small_map_over_threads():
     """A small map at batch 1 (fewer tile blocks than threads) splits its products by channel."""
     t, c = pair("Conv2d", 40, 36, 3, padding=1)

@@ -213,6 +213,11 @@ fn run(
     let (n, c_in) = (input.dims()[0], input.dims()[1]);
     let wd = weight.dims();
     let transposed = output_padding.is_some();
+    if !transposed && wd[0] < groups {
+        return Err(runtime_err(format!(
+            "Given groups={groups}, expected weight to be at least {groups} at dimension 0, but got weight of size {wd:?} instead"
+        )));
+    }
     let (c_out, cin_g) = if transposed { (wd[1] * groups, wd[0] / groups) } else { (wd[0], wd[1]) };
     let groups_ok = groups > 0 && c_in % groups == 0 && c_out % groups == 0;
     let cin_ok = if transposed { wd[0] == c_in } else { cin_g * groups == c_in };
@@ -261,6 +266,13 @@ fn run(
             show(&ins),
             show(&out_i[3 - ns..])
         )));
+    }
+    if !transposed && c_in == 0 {
+        // torch answers a convolution over zero input channels with an empty (N, 0, *out) tensor,
+        // whatever the weight's output channels and the bias.
+        let mut od = vec![n, 0];
+        od.extend(&out[3 - ns..]);
+        return Ok(PyTensor::new(Tensor::zeros(od, input.dtype.candle(), input.t.device()).py()?, input.dtype));
     }
     if !crate::device::cpu_kernels(&input.t) || !crate::device::cpu_kernels(&weight.t) {
         let mut od = vec![n, c_out];
@@ -335,6 +347,10 @@ const TILE_ELEMS: usize = 1 << 18;
 fn conv_impl<T: Elem + WithDType>(x: &[T], w: &[T], b: Option<&[T]>, g: &Geo, n: usize, c_in: usize, c_out: usize, groups: usize) -> Vec<T> {
     let (kk, ol, il) = (g.kernel(), g.out_len(), g.in_len());
     let (cin_g, cout_g) = (c_in / groups, c_out / groups);
+    if n * c_out * ol == 0 || cin_g == 0 {
+        // Nothing to compute, or nothing to sum: the bias alone (zeros without one).
+        return (0..n * c_out * ol).map(|i| b.map_or(T::default(), |b| b[i / ol % c_out])).collect();
+    }
     // A 1x1 kernel with stride 1 and no padding reads the input as it is: no im2col.
     let direct = kk == 1 && g.stride == [1; 3] && g.pad == [0; 3];
     if cin_g == 1 && cout_g == 1 && !direct {
