@@ -438,7 +438,7 @@ fn conv_impl<T: Elem + WithDType>(x: &[T], w: &[T], b: Option<&[T]>, g: &Geo, n:
             // on every call).
             // SAFETY: as below; T is f32 (as_f32 succeeded); cols has 16 elements of slack.
             unsafe {
-                super::direct::product_rows(wf, cout_g, kdim, rhs.as_ptr() as *const f32, width, dst as *mut f32, ol, b.and_then(as_f32).map(|b| &b[gi * cout_g..(gi + 1) * cout_g]))
+                super::direct::product(super::direct::InPlace { w: wf.as_ptr(), m: cout_g, ld: kdim }, cout_g, kdim, rhs.as_ptr() as *const f32, width, dst as *mut f32, ol, b.and_then(as_f32).map(|b| &b[gi * cout_g..(gi + 1) * cout_g]))
             };
             return;
         }

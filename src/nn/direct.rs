@@ -135,52 +135,83 @@ pub(super) fn pack_rows(a: &[f32], m: usize, k: usize) -> Vec<f32> {
     packed
 }
 
-/// C (m × n, row-major) = A · B for A packed by `pack_rows` and B (k × n) row-major.
-///
-/// # Safety
-/// `available()`; B holds k rows of n and 16 readable elements past its end; C holds m × n.
-pub(super) unsafe fn product(a: &[f32], m: usize, k: usize, b: *const f32, n: usize, c: *mut f32) {
-    let offs: Vec<usize> = (0..k).map(|i| i * n).collect();
-    let d = Dest { wq: n, ow: n, oh: 1, ol: n };
-    for t in 0..m.div_ceil(MR) {
-        let (at, rows) = (a[t * k * MR..].as_ptr(), (m - t * MR).min(MR));
-        for p0 in (0..n).step_by(NR) {
-            // SAFETY: the caller's bounds; a tile's last vector reads at most 15 past row k - 1.
-            unsafe {
-                let (src, out) = (b.add(p0), c.add(t * MR * n));
-                match (n - p0).div_ceil(16).min(NV) {
-                    1 => tile::<1>(at, &offs, src, p0, None, out, rows, d),
-                    2 => tile::<2>(at, &offs, src, p0, None, out, rows, d),
-                    _ => tile::<3>(at, &offs, src, p0, None, out, rows, d),
-                }
-            }
-        }
+/// Where a product reads its weights (A, m × k): per tile of MR rows, a `TileWeights`.
+pub(super) trait Weights: Copy {
+    type Tile: TileWeights;
+    /// The weights of rows co..co + MR.
+    fn tile(self, co: usize, k: usize) -> Self::Tile;
+}
+
+/// One tile's weights: (row i of the tile, k).
+pub(super) trait TileWeights: Copy {
+    /// # Safety
+    /// i < MR and k below the inner dim.
+    unsafe fn at(self, i: usize, k: usize) -> f32;
+}
+
+/// Weights packed by `pack_rows`: per tile of MR rows, [k][MR].
+#[derive(Clone, Copy)]
+pub(super) struct Packed(pub *const f32);
+
+impl Weights for Packed {
+    type Tile = Packed;
+    fn tile(self, co: usize, k: usize) -> Packed {
+        Packed(self.0.wrapping_add(co * k))
     }
 }
 
-/// out rows (m, `ldo` apart) columns 0..n = W (m × k, rows contiguous) · cols (k × n, row-major,
-/// 16 readable elements past its end): an im2col tile's product, the weight read in place.
+impl TileWeights for Packed {
+    #[inline(always)]
+    unsafe fn at(self, i: usize, k: usize) -> f32 {
+        // SAFETY: the caller's bounds.
+        unsafe { *self.0.add(k * MR + i) }
+    }
+}
+
+/// Weights read where they are: row-major m × k with rows `ld` apart (a convolution's weight).
+#[derive(Clone, Copy)]
+pub(super) struct InPlace {
+    pub w: *const f32,
+    pub m: usize,
+    pub ld: usize,
+}
+
+/// A tile's rows of an `InPlace` matrix; rows past the matrix read its row co again (their sums
+/// are dropped).
+#[derive(Clone, Copy)]
+pub(super) struct RowPtrs([*const f32; MR]);
+
+impl Weights for InPlace {
+    type Tile = RowPtrs;
+    fn tile(self, co: usize, _: usize) -> RowPtrs {
+        let first = self.w.wrapping_add(co * self.ld);
+        RowPtrs(std::array::from_fn(|i| if co + i < self.m { first.wrapping_add(i * self.ld) } else { first }))
+    }
+}
+
+impl TileWeights for RowPtrs {
+    #[inline(always)]
+    unsafe fn at(self, i: usize, k: usize) -> f32 {
+        // SAFETY: the caller's bounds.
+        unsafe { *self.0[i].add(k) }
+    }
+}
+
+/// C (m rows, `ldc` apart, columns 0..n) = A (m × k, from `a`) · B (k × n, row-major, 16 readable
+/// elements past its end), sums started from `bias` (m values) when given.
 ///
 /// # Safety
-/// `available()`; the bounds above; `bias` (m values) starts the sums, else out's values are
-/// overwritten.
+/// `available()`; the bounds above.
 #[allow(clippy::too_many_arguments)]
-pub(super) unsafe fn product_rows(w: &[f32], m: usize, k: usize, cols: *const f32, n: usize, out: *mut f32, ldo: usize, bias: Option<&[f32]>) {
+pub(super) unsafe fn product<A: Weights>(a: A, m: usize, k: usize, b: *const f32, n: usize, c: *mut f32, ldc: usize, bias: Option<&[f32]>) {
     let offs: Vec<usize> = (0..k).map(|i| i * n).collect();
-    let d = Dest { wq: n, ow: n, oh: 1, ol: ldo };
+    let d = Dest { wq: n, ow: n, oh: 1, ol: ldc };
     for co in (0..m).step_by(MR) {
         let rows = (m - co).min(MR);
-        let (a, b) = (w[co * k..].as_ptr(), bias.map(|b| &b[co..co + rows]));
+        let (at, bias) = (a.tile(co, k), bias.map(|b| &b[co..co + rows]));
         for p0 in (0..n).step_by(NR) {
             // SAFETY: the caller's bounds; a tile's last vector reads at most 15 past row k - 1.
-            unsafe {
-                let (src, o) = (cols.add(p0), out.add(co * ldo));
-                match (n - p0).div_ceil(16).min(NV) {
-                    1 => tile_rows::<1>(a, k, &offs, src, p0, b, o, rows, d),
-                    2 => tile_rows::<2>(a, k, &offs, src, p0, b, o, rows, d),
-                    _ => tile_rows::<3>(a, k, &offs, src, p0, b, o, rows, d),
-                }
-            }
+            unsafe { tile_upto(n - p0, at, &offs, b.add(p0), p0, bias, c.add(co * ldc), rows, d) };
         }
     }
 }
@@ -194,11 +225,12 @@ pub(super) struct Dest {
     ol: usize,
 }
 
-/// y (n × c_out × oh × ow) = conv(x, w) + b for a geometry that `suits`.
+/// y (n × c_out × oh × ow) = conv(x, w) + b for a geometry that `suits`, with outputs and input
+/// channels (the caller answers the empty cases).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn conv(x: &[f32], w: &[f32], b: Option<&[f32]>, g: &Geo, n: usize, c_in: usize, c_out: usize, groups: usize) -> Vec<f32> {
-    let lay = Layout::new(g);
     let (cin_g, cout_g) = (c_in / groups, c_out / groups);
+    let lay = Layout::new(g);
     let (il, ol) = (g.in_len(), g.out_len());
     let kdim = cin_g * g.k[1] * g.k[2];
     let offs = lay.offsets(g, cin_g);
@@ -243,7 +275,7 @@ pub(super) fn conv(x: &[f32], w: &[f32], b: Option<&[f32]>, g: &Geo, n: usize, c
         for t0 in (0..tiles_c).step_by(chunk_tiles) {
             for blk in b0..b1 {
                 let p0 = blk * NR;
-                let nv = (dest.oh * dest.wq - p0).div_ceil(16).min(NV);
+                let left = dest.oh * dest.wq - p0;
                 // SAFETY: p0 < the copy's row positions.
                 let src = unsafe { base.add(p0) };
                 for t in t0..(t0 + chunk_tiles).min(tiles_c) {
@@ -254,14 +286,7 @@ pub(super) fn conv(x: &[f32], w: &[f32], b: Option<&[f32]>, g: &Geo, n: usize, c
                     // SAFETY: this task alone writes positions of block blk for channels co..co+rows
                     // of (bi, gi); `a` holds kdim × MR weights; every B row read lies in the copy
                     // (offsets + positions < per, see Layout::slack).
-                    unsafe {
-                        let out = yp.get().add((bi * c_out + gi * cout_g + co) * ol);
-                        match nv {
-                            1 => tile::<1>(a, offs, src, p0, bias, out, rows, dest),
-                            2 => tile::<2>(a, offs, src, p0, bias, out, rows, dest),
-                            _ => tile::<3>(a, offs, src, p0, bias, out, rows, dest),
-                        }
-                    }
+                    unsafe { tile_upto(left, Packed(a), offs, src, p0, bias, yp.get().add((bi * c_out + gi * cout_g + co) * ol), rows, dest) };
                 }
             }
         }
@@ -269,53 +294,26 @@ pub(super) fn conv(x: &[f32], w: &[f32], b: Option<&[f32]>, g: &Geo, n: usize, c
     y
 }
 
-/// One register tile: `rows` (≤ MR) output channels × positions p0..p0 + 16·V of the copy's rows,
-/// B row k at `base + offs[k]`.
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,fma")]
+/// `tile` with as many vectors as `left` positions need (up to NV).
 #[allow(clippy::too_many_arguments)]
-unsafe fn tile<const V: usize>(a: *const f32, offs: &[usize], base: *const f32, p0: usize, bias: Option<&[f32]>, out: *mut f32, rows: usize, d: Dest) {
-    // SAFETY: the caller's bounds (see `conv`).
+#[inline(always)]
+unsafe fn tile_upto<A: TileWeights>(left: usize, a: A, offs: &[usize], base: *const f32, p0: usize, bias: Option<&[f32]>, out: *mut f32, rows: usize, d: Dest) {
+    // SAFETY: the caller's contract.
     unsafe {
-        let mut acc = [[_mm512_setzero_ps(); V]; MR];
-        if let Some(bias) = bias {
-            for (i, &v) in bias.iter().enumerate() {
-                acc[i] = [_mm512_set1_ps(v); V];
-            }
-        }
-        for (k, &off) in offs.iter().enumerate() {
-            let bp = base.add(off);
-            let bv: [__m512; V] = std::array::from_fn(|v| _mm512_loadu_ps(bp.add(16 * v)));
-            let ak = a.add(k * MR);
-            for (i, acci) in acc.iter_mut().enumerate() {
-                let av = _mm512_set1_ps(*ak.add(i));
-                for v in 0..V {
-                    acci[v] = _mm512_fmadd_ps(av, bv[v], acci[v]);
-                }
-            }
-        }
-        for (i, acci) in acc.iter().enumerate().take(rows) {
-            let dst = out.add(i * d.ol);
-            for (v, &val) in acci.iter().enumerate() {
-                store(dst, val, p0 + 16 * v, d);
-            }
+        match left.div_ceil(16).min(NV) {
+            1 => tile::<1, A>(a, offs, base, p0, bias, out, rows, d),
+            2 => tile::<2, A>(a, offs, base, p0, bias, out, rows, d),
+            _ => tile::<3, A>(a, offs, base, p0, bias, out, rows, d),
         }
     }
 }
 
-/// `tile` with A read where it is: row i of the tile (a weight row, k contiguous) at `a + i·ld`
-/// (rows past `rows` read row 0 again; their sums are dropped).
+/// One register tile: `rows` (≤ MR) output channels × positions p0..p0 + 16·V, B row k at
+/// `base + offs[k]` (base already at p0), weights from `a`.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,fma")]
 #[allow(clippy::too_many_arguments)]
-pub(super) unsafe fn tile_rows<const V: usize>(a: *const f32, ld: usize, offs: &[usize], base: *const f32, p0: usize, bias: Option<&[f32]>, out: *mut f32, rows: usize, d: Dest) {
-    let rp: [*const f32; MR] = std::array::from_fn(|i| if i < rows { a.wrapping_add(i * ld) } else { a });
-    // SAFETY: the caller's contract; each row pointer holds offs.len() elements.
-    unsafe { tile_ptrs::<V>(&rp, offs, base, p0, bias, out, rows, d) }
-}
-
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,fma")]
-#[allow(clippy::too_many_arguments)]
-unsafe fn tile_ptrs<const V: usize>(rp: &[*const f32; MR], offs: &[usize], base: *const f32, p0: usize, bias: Option<&[f32]>, out: *mut f32, rows: usize, d: Dest) {
-    // SAFETY: the caller's bounds.
+unsafe fn tile<const V: usize, A: TileWeights>(a: A, offs: &[usize], base: *const f32, p0: usize, bias: Option<&[f32]>, out: *mut f32, rows: usize, d: Dest) {
+    // SAFETY: the caller's bounds (see `conv` and `product`).
     unsafe {
         let mut acc = [[_mm512_setzero_ps(); V]; MR];
         if let Some(bias) = bias {
@@ -327,7 +325,7 @@ unsafe fn tile_ptrs<const V: usize>(rp: &[*const f32; MR], offs: &[usize], base:
             let bp = base.add(off);
             let bv: [__m512; V] = std::array::from_fn(|v| _mm512_loadu_ps(bp.add(16 * v)));
             for (i, acci) in acc.iter_mut().enumerate() {
-                let av = _mm512_set1_ps(*rp[i].add(k));
+                let av = _mm512_set1_ps(a.at(i, k));
                 for v in 0..V {
                     acci[v] = _mm512_fmadd_ps(av, bv[v], acci[v]);
                 }

@@ -94,7 +94,7 @@ pub fn conv3x3(x: &[f32], w: &[f32], bias: Option<&[f32]>, p: &Plan) -> Vec<f32>
             let ul = p.cout.next_multiple_of(8) * p.cin;
             // SAFETY: U[xi] is packed cout × cin, V[xi] cin × tb with SKEW after it, M[xi] cout × tb.
             unsafe {
-                super::direct::product(&u[xi * ul + co0 * p.cin..(xi + 1) * ul], co1 - co0, p.cin, v[xi * sv..].as_ptr(), tb, m.add(xi * sm + co0 * tb))
+                super::direct::product(super::direct::Packed(u[xi * ul + co0 * p.cin..(xi + 1) * ul].as_ptr()), co1 - co0, p.cin, v[xi * sv..].as_ptr(), tb, m.add(xi * sm + co0 * tb), tb, None)
             };
             return;
         }

@@ -584,11 +584,8 @@ unsafe fn w_tiles(m: usize, n: usize, k: usize, a: Operand<f32>, b: Operand<f32>
             }
         }
     };
-    if tasks <= 1 {
-        task(0)
-    } else {
-        crate::pool::for_each(tasks, &task)
-    }
+    // One task runs on this thread (the pool does not wake for it).
+    crate::pool::for_each(tasks, &task)
 }
 
 /// out[i][j] = Σ_p xᵀ[p][i] · W[j][p] for `rows` ≤ 12 rows of W (from `w`, `ldw` apart) and `cols`
