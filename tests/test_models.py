@@ -196,6 +196,8 @@ def test_tiny_model_and_hostile_metadata(tmp_path):
            "blocks 2**31": {"llama.block_count": 2 ** 31}, "rope 1000": {"llama.rope.dimension_count": 1000},
            "width": {"llama.embedding_length": 2 ** 30}, "no heads": {"llama.attention.head_count": None},
            "experts": {"llama.expert_count": 2 ** 31}, "alignment 0": {"general.alignment": 0},
+           "experts used": {"llama.expert_count": 4, "llama.expert_used_count": 5},
+           "no experts used": {"llama.expert_count": 4}, "expert norm": {"llama.expert_weights_norm": 3},
            "key length 0": {"llama.attention.key_length": 0},
            "value length": {"llama.attention.value_length": 8},
            "huge head": {"llama.attention.key_length": 2 ** 20, "llama.rope.dimension_count": 2 ** 20},
@@ -206,6 +208,8 @@ def test_tiny_model_and_hostile_metadata(tmp_path):
     for name, over in bad.items():
         with pytest.raises(ValueError, match="invalid GGUF"):
             cb.models.from_gguf(_tiny_llama(tmp_path / "bad.gguf", **over))
+    with pytest.raises(RuntimeError, match="ffn_gate_inp"):  # experts the file does not hold
+        cb.models.from_gguf(_tiny_llama(tmp_path / "bad.gguf", **{"llama.expert_count": 4, "llama.expert_used_count": 2}))
     with pytest.raises(NotImplementedError, match='"mamba"'):
         cb.models.from_gguf(_tiny_llama(tmp_path / "q.gguf", **{"general.architecture": "mamba"}))
     data = (tmp_path / "ok.gguf").read_bytes()
@@ -326,8 +330,9 @@ def _hf_to_gguf(model, arch, path, quantize=False):
     for i in range(cfg.num_hidden_layers):
         p, s = f"blk.{i}.", f"model.layers.{i}."
         t.update({p + "attn_norm.weight": vec(sd[s + "input_layernorm.weight"]),
-                  p + "attn_output.weight": mat(sd[s + "self_attn.o_proj.weight"]),
-                  p + "ffn_down.weight": mat(sd[s + "mlp.down_proj.weight"])})
+                  p + "attn_output.weight": mat(sd[s + "self_attn.o_proj.weight"])})
+        if s + "mlp.down_proj.weight" in sd:
+            t[p + "ffn_down.weight"] = mat(sd[s + "mlp.down_proj.weight"])
         if s + "pre_feedforward_layernorm.weight" in sd:  # gemma2/3: norms before and after each block
             t.update({p + "ffn_norm.weight": vec(sd[s + "pre_feedforward_layernorm.weight"]),
                       p + "post_attention_norm.weight": vec(sd[s + "post_attention_layernorm.weight"]),
@@ -340,8 +345,14 @@ def _hf_to_gguf(model, arch, path, quantize=False):
         else:
             t.update({p + "attn_q.weight": mat(permute(sd[s + "self_attn.q_proj.weight"], heads)),
                       p + "attn_k.weight": mat(permute(sd[s + "self_attn.k_proj.weight"], kv)),
-                      p + "attn_v.weight": mat(sd[s + "self_attn.v_proj.weight"]),
-                      p + "ffn_gate.weight": mat(sd[s + "mlp.gate_proj.weight"]),
+                      p + "attn_v.weight": mat(sd[s + "self_attn.v_proj.weight"])})
+        if s + "mlp.experts.gate_up_proj" in sd:  # experts stacked expert-major, the router kept in f32
+            gate_up, ff = sd[s + "mlp.experts.gate_up_proj"], sd[s + "mlp.experts.down_proj"].shape[-1]
+            t.update({p + "ffn_gate_inp.weight": vec(sd[s + "mlp.gate.weight"]),
+                      p + "ffn_gate_exps.weight": mat(gate_up[:, :ff]), p + "ffn_up_exps.weight": mat(gate_up[:, ff:]),
+                      p + "ffn_down_exps.weight": mat(sd[s + "mlp.experts.down_proj"])})
+        elif arch != "phi3":
+            t.update({p + "ffn_gate.weight": mat(sd[s + "mlp.gate_proj.weight"]),
                       p + "ffn_up.weight": mat(sd[s + "mlp.up_proj.weight"])})
         for x in "qkv":
             if s + f"self_attn.{x}_proj.bias" in sd:
@@ -384,8 +395,13 @@ def _hf_to_gguf(model, arch, path, quantize=False):
     if arch == "gemma2":
         meta.update({"gemma2.attn_logit_softcapping": float(cfg.attn_logit_softcapping),
                      "gemma2.final_logit_softcapping": float(cfg.final_logit_softcapping)})
-    if arch in ("gemma2", "gemma3"):
+    if arch in ("gemma2", "gemma3") or getattr(cfg, "sliding_window", None) and cfg.model_type == "mistral":
         meta[f"{arch}.attention.sliding_window"] = cfg.sliding_window
+    experts = getattr(cfg, "num_local_experts", None) or getattr(cfg, "num_experts", None)
+    if experts:
+        meta.update({f"{arch}.expert_count": experts, f"{arch}.expert_used_count": cfg.num_experts_per_tok})
+        if arch == "qwen3moe":
+            meta["qwen3moe.expert_feed_forward_length"] = cfg.moe_intermediate_size
     meta.update(extra)
     gguf.save(path, meta, t)
     return path
@@ -409,9 +425,14 @@ def _tiny_hf(family, **over):
         if family == "gemma3":
             common.pop("rope_theta")
             common.update(num_hidden_layers=6)  # five sliding layers, then a global one
+    if family == "mixtral":
+        common.update(num_local_experts=4, num_experts_per_tok=2)
+    if family == "qwen3moe":  # norm_topk_prob: as Qwen3-MoE checkpoints set it (and llama.cpp runs it)
+        common.update(num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32, head_dim=16, norm_topk_prob=True)
     cfg = getattr(transformers, {"qwen2": "Qwen2Config", "qwen3": "Qwen3Config", "llama": "LlamaConfig",
                                  "phi3": "Phi3Config", "gemma": "GemmaConfig", "gemma2": "Gemma2Config",
-                                 "gemma3": "Gemma3TextConfig"}[family])(**common)
+                                 "gemma3": "Gemma3TextConfig", "mixtral": "MixtralConfig", "qwen3moe": "Qwen3MoeConfig",
+                                 "mistral": "MistralConfig"}[family])(**common)
     model = transformers.AutoModelForCausalLM.from_config(cfg).eval()
     with torch.no_grad():
         for name, p in model.named_parameters():
@@ -490,6 +511,56 @@ def test_qwen2_matches_transformers(tmp_path, quantize):
     first-step logits within 1e-3 (F32 file), greedy tokens equal."""
     path, model = _tiny_qwen2(tmp_path / "qwen2.gguf", quantize)
     assert _greedy_as_transformers(model, path, quantize).architecture == "qwen2"
+
+
+def _with_vocab(path, n):
+    """`path` with a placeholder byte-level vocabulary of `n` tokens, which llama.cpp needs to load it."""
+    meta, tensors = gguf.load(path)
+    meta.update({"tokenizer.ggml.model": "gpt2", "tokenizer.ggml.pre": "default",
+                 "tokenizer.ggml.tokens": [f"t{i}" for i in range(n)], "tokenizer.ggml.merges": ["t 1"],
+                 "tokenizer.ggml.token_type": np.ones(n, dtype=np.int32),
+                 "tokenizer.ggml.bos_token_id": 1, "tokenizer.ggml.eos_token_id": 2})
+    out = path.with_name(path.stem + "-vocab.gguf")
+    gguf.save(out, meta, tensors)
+    return out
+
+
+@pytest.mark.parametrize("quantize", [False, True])
+@pytest.mark.parametrize("arch", ["mixtral", "qwen3moe", "mistral"])
+def test_experts_and_sliding_window_match_transformers(tmp_path, arch, quantize):
+    """Mixture-of-experts MLPs (Mixtral as llama.cpp writes it: a llama file with expert_count;
+    qwen3moe: qwen3 with routed experts) and Mistral's sliding window on every layer (4 keys, shorter
+    than the prompt), against transformers with the same weights and (experts) llama.cpp on the same
+    file; a batch of sequences routed to different experts decodes as each one alone."""
+    model = _tiny_hf(arch, **({"sliding_window": 4} if arch == "mistral" else {}))
+    name = "qwen3moe" if arch == "qwen3moe" else "llama"
+    path = _hf_to_gguf(model, name, tmp_path / "m.gguf", quantize)
+    llm = _greedy_as_transformers(model, path, quantize)
+    assert llm.architecture == name
+    if arch == "mistral":  # llama.cpp's llama architecture ignores the window: transformers is the reference
+        return
+    llama_cpp = pytest.importorskip("llama_cpp")
+    ids = [3, 1, 4, 1, 5, 9, 2, 6, 5, 3]
+    ref = llama_cpp.Llama(str(_with_vocab(path, model.config.vocab_size)), n_ctx=64, n_threads=1, verbose=False,
+                          logits_all=True)
+    ref.eval(ids)
+    theirs, ours = np.asarray(ref.scores[len(ids) - 1]), llm(cb.tensor(ids)).numpy()[0]
+    if quantize:
+        assert ours.argmax() == theirs.argmax() and np.corrcoef(ours, theirs)[0, 1] > 0.999
+    else:  # llama.cpp keeps its KV cache in f16
+        np.testing.assert_allclose(ours, theirs, rtol=1e-3, atol=1e-3 * np.abs(theirs).max())
+    prompts = [[3, 1, 4, 1, 5], [9, 2, 6], [5, 3, 5, 8, 9, 7, 9], [2, 7, 1, 8]]
+    alone = [llm.generate(p, max_new_tokens=6, stop=()) for p in prompts]
+    assert llm.generate(prompts, max_new_tokens=6, stop=()) == alone
+    if arch == "mixtral" and not quantize:  # older Mixtral files: one matrix per expert
+        meta, tensors = gguf.load(path)
+        for key in [k for k in tensors if "_exps." in k]:
+            stacked = tensors.pop(key).dequantize().numpy()
+            for e in range(stacked.shape[0]):
+                tensors[key.replace("_exps.", f".{e}.")] = cb.from_numpy(stacked[e].copy())
+        gguf.save(tmp_path / "per_expert.gguf", meta, tensors)
+        again = cb.models.from_gguf(tmp_path / "per_expert.gguf")
+        assert again.generate(prompts[0], max_new_tokens=6, stop=()) == alone[0]
 
 
 SPM_TEXTS = ["Hello world", "  leading spaces and   runs of them", "naïve café déjà vu, Øresund", "数字 12345 and 3.14",

@@ -15,6 +15,7 @@ use candle_core::{DType, Device, Module, Result, Tensor};
 
 use candle_core::quantized::QTensor;
 
+use super::moe::Moe;
 use crate::io::gguf::qtensor_from_bytes;
 use crate::pool::for_each;
 use crate::tensor::reduce::softmax_row_f32;
@@ -38,7 +39,7 @@ pub struct Config {
     pub attn_softcap: Option<f32>,
     pub final_softcap: Option<f32>,
     /// Sliding-window layers: a query sees the last `window` keys; layer i slides unless
-    /// (i + 1) % pattern == 0 (gemma2: every other layer, gemma3: five of six).
+    /// (i + 1) % pattern == 0 (gemma2: every other layer, gemma3: five of six; 0: every layer).
     pub window: Option<(usize, usize)>,
     /// The sliding layers' own rotary base (gemma3's 10k beside 1M), and the global layers' linear
     /// position scaling (positions / factor).
@@ -46,6 +47,11 @@ pub struct Config {
     pub rope_linear: f32,
     /// The softmax scale: 1/sqrt(head_dim) unless the file says otherwise.
     pub q_scale: f32,
+    /// Mixture-of-experts layers (`moe.rs`): experts per layer (0: a dense MLP), experts each row
+    /// uses, and whether the picked weights are renormalised.
+    pub experts: usize,
+    pub experts_used: usize,
+    pub expert_norm: bool,
 }
 
 /// cos/sin of position · θᵢ, [position][rope_dim / 2], on the host and (device path) the device.
@@ -69,8 +75,7 @@ struct Layer {
     /// A sliding-window layer (see `Config::window`).
     local: bool,
     wo: QMatMul,
-    gate_up: Stacked,
-    down: QMatMul,
+    ffn: Ffn,
     attn_norm: Tensor,
     ffn_norm: Tensor,
 }
@@ -167,21 +172,10 @@ impl Llama {
                 }
                 Stacked::new(ts, device)?
             };
-            // gate and up as two matrices, or stacked into ffn_up (phi3: gate rows first).
-            let down = q(r, &p("ffn_down"))?;
-            let ff = down.shape().dims2()?.1;
-            let gate_up = if ct.tensor_infos.contains_key(&p("ffn_gate")) {
-                let ts = [q(r, &p("ffn_gate"))?, q(r, &p("ffn_up"))?];
-                if ts.iter().any(|t| t.shape().dims()[0] != ff) {
-                    candle_core::bail!("blk.{i}: ffn_gate/ffn_up of {:?}/{:?} for ffn_down of {:?}", ts[0].shape(), ts[1].shape(), down.shape())
-                }
-                Stacked::new(ts, device)?
+            let ffn = if cfg.experts > 0 {
+                Ffn::Moe(Moe::load(ct, r, i, cfg.experts, cfg.experts_used, cfg.expert_norm, device)?)
             } else {
-                let t = q(r, &p("ffn_up"))?;
-                if t.shape().dims()[0] != 2 * ff {
-                    candle_core::bail!("blk.{i}: a fused ffn_up of {:?} for ffn_down of {:?}", t.shape(), down.shape())
-                }
-                Stacked::new([t], device)?
+                Ffn::Dense(Self::load_mlp(ct, r, i, device)?)
             };
             let qkv_bias = if ct.tensor_infos.contains_key(&format!("blk.{i}.attn_q.bias")) {
                 let mut b = |s: &str| -> Result<Tensor> { q(r, &format!("blk.{i}.{s}.bias"))?.dequantize(&dev)?.to_dtype(DType::F32) };
@@ -206,7 +200,7 @@ impl Llama {
                 if ct.tensor_infos.contains_key(&p(name)) { Ok(Some(vec(r, &p(name))?)) } else { Ok(None) }
             };
             let (post_attn_norm, post_ffn_norm) = (opt_norm(r, "post_attention_norm")?, opt_norm(r, "post_ffw_norm")?);
-            let local = cfg.window.is_some_and(|(_, pattern)| pattern > 0 && (i + 1) % pattern != 0);
+            let local = cfg.window.is_some_and(|(_, pattern)| pattern == 0 || (i + 1) % pattern != 0);
             layers.push(Layer {
                 qkv,
                 qkv_bias,
@@ -215,8 +209,7 @@ impl Llama {
                 post_ffn_norm,
                 local,
                 wo: mm(r, &p("attn_output"))?,
-                gate_up,
-                down: QMatMul::from_qtensor(onto(down, device)?)?,
+                ffn,
                 attn_norm: vec(r, &p("attn_norm"))?,
                 ffn_norm: vec(r, &p("ffn_norm"))?,
             });
@@ -268,6 +261,28 @@ impl Llama {
             rope.push(table(&thetas(base))?);
         }
         Ok(Llama { cfg, embed, layers, norm, output, rope, caches: Default::default(), dev: device.clone(), on_device })
+    }
+
+    /// Layer `i`'s dense MLP: gate and up as two matrices, or stacked into ffn_up (phi3: gate rows first).
+    fn load_mlp<R: std::io::Read + std::io::Seek>(ct: &gguf_file::Content, r: &mut R, i: usize, device: &Device) -> Result<Mlp> {
+        let p = |s: &str| format!("blk.{i}.{s}.weight");
+        let q = |r: &mut R, name: &str| ct.tensor(r, name, &Device::Cpu);
+        let down = q(r, &p("ffn_down"))?;
+        let ff = down.shape().dims2()?.1;
+        let gate_up = if ct.tensor_infos.contains_key(&p("ffn_gate")) {
+            let ts = [q(r, &p("ffn_gate"))?, q(r, &p("ffn_up"))?];
+            if ts.iter().any(|t| t.shape().dims()[0] != ff) {
+                candle_core::bail!("blk.{i}: ffn_gate/ffn_up of {:?}/{:?} for ffn_down of {:?}", ts[0].shape(), ts[1].shape(), down.shape())
+            }
+            Stacked::new(ts, device)?
+        } else {
+            let t = q(r, &p("ffn_up"))?;
+            if t.shape().dims()[0] != 2 * ff {
+                candle_core::bail!("blk.{i}: a fused ffn_up of {:?} for ffn_down of {:?}", t.shape(), down.shape())
+            }
+            Stacked::new([t], device)?
+        };
+        Ok(Mlp::new(gate_up, QMatMul::from_qtensor(onto(down, device)?)?))
     }
 
     /// The rotary table of `layer` (gemma3's sliding layers have their own) and its key window.
@@ -363,11 +378,10 @@ impl Llama {
             }
             x = (x + a)?;
             let h = candle_nn::ops::rms_norm(&x, &l.ffn_norm, eps)?;
-            let gu = l.gate_up.forward(&h)?;
-            let ff = gu.dim(1)? / 2;
-            let gate = gu.narrow(1, 0, ff)?;
-            let gate = if self.cfg.gelu { gate.gelu()? } else { candle_nn::ops::silu(&gate)? };
-            let mut f = l.down.forward(&(gate * gu.narrow(1, ff, ff)?)?)?;
+            let mut f = match &l.ffn {
+                Ffn::Dense(m) => m.forward(&h, self.cfg.gelu)?,
+                Ffn::Moe(m) => m.forward(&h, self.cfg.gelu)?,
+            };
             if let Some(n) = &l.post_ffn_norm {
                 f = candle_nn::ops::rms_norm(&f, n, eps)?;
             }
@@ -623,7 +637,7 @@ fn cache_cap(total: usize, max_pos: usize) -> usize {
 
 /// `t` (read on the host) placed on `device` in its quantization. On the CPU a weight that the
 /// packed Q8_0 tiles serve keeps only them (the weight held once, not once per layout).
-fn onto(t: QTensor, device: &Device) -> Result<QTensor> {
+pub(super) fn onto(t: QTensor, device: &Device) -> Result<QTensor> {
     if device.is_cpu() {
         return t.into_packed_matmul_weight();
     }
@@ -633,13 +647,13 @@ fn onto(t: QTensor, device: &Device) -> Result<QTensor> {
 /// Projections of one input whose outputs are used side by side: one matrix when the weights share
 /// a dtype (rows are whole blocks, so the bytes simply follow each other), else one matmul each and
 /// the outputs concatenated (files mixing quantizations, e.g. Q4_K_M's Q6_K value rows).
-enum Stacked {
+pub(super) enum Stacked {
     One(QMatMul),
     Each(Vec<QMatMul>),
 }
 
 impl Stacked {
-    fn new<const N: usize>(ts: [QTensor; N], device: &Device) -> Result<Self> {
+    pub(super) fn new<const N: usize>(ts: [QTensor; N], device: &Device) -> Result<Self> {
         let cols = ts[0].shape().dims2()?.1;
         for t in &ts {
             if t.shape().dims2()?.1 != cols {
@@ -658,6 +672,32 @@ impl Stacked {
             Stacked::Each(ms) => Tensor::cat(&ms.iter().map(|m| m.forward(x)).collect::<Result<Vec<_>>>()?, 1),
         }
     }
+}
+
+/// A gated MLP: down(act(gate(h)) · up(h)), SiLU or (gemma) GELU-tanh.
+pub(super) struct Mlp {
+    gate_up: Stacked,
+    down: QMatMul,
+}
+
+impl Mlp {
+    pub(super) fn new(gate_up: Stacked, down: QMatMul) -> Self {
+        Mlp { gate_up, down }
+    }
+
+    pub(super) fn forward(&self, h: &Tensor, gelu: bool) -> Result<Tensor> {
+        let gu = self.gate_up.forward(h)?;
+        let ff = gu.dim(1)? / 2;
+        let gate = gu.narrow(1, 0, ff)?;
+        let gate = if gelu { gate.gelu()? } else { candle_nn::ops::silu(&gate)? };
+        self.down.forward(&(gate * gu.narrow(1, ff, ff)?)?)
+    }
+}
+
+/// A layer's feed-forward block.
+enum Ffn {
+    Dense(Mlp),
+    Moe(Moe),
 }
 
 fn stack_rows(ts: &[QTensor]) -> Result<QTensor> {

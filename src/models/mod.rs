@@ -21,6 +21,7 @@ use crate::io::gguf::{parse, TensorSpan};
 use crate::tensor::PyTensor;
 
 mod llama;
+mod moe;
 use llama::{Config, Llama, Seq};
 
 /// Architectures `llama.rs` runs: llama's tensor names under their own metadata prefix. qwen2 adds
@@ -28,8 +29,11 @@ use llama::{Config, Llama, Seq};
 /// biases but RMS-normalises each head of q and k, with a head dim of its own (`key_length`); phi3
 /// stacks q/k/v and gate/up into one matrix each and may carry LongRoPE factors; gemma scales the
 /// embeddings by sqrt(width) and gates with GELU, gemma2 adds post-norms, soft-capping and
-/// sliding-window layers, gemma3 q/k norms and its sliding layers' own rotary base.
-const LLAMA_ARCHS: [&str; 7] = ["llama", "qwen2", "qwen3", "phi3", "gemma", "gemma2", "gemma3"];
+/// sliding-window layers, gemma3 q/k norms and its sliding layers' own rotary base. A file with
+/// `expert_count` > 1 (Mixtral-style llama, qwen3moe: qwen3 with routed experts) has
+/// mixture-of-experts MLPs (`moe.rs`); a llama file with a sliding window (Mistral v0.1) slides on
+/// every layer.
+const LLAMA_ARCHS: [&str; 8] = ["llama", "qwen2", "qwen3", "qwen3moe", "phi3", "gemma", "gemma2", "gemma3"];
 
 fn meta_u64(meta: &Bound<'_, PyDict>, key: &str) -> PyResult<Option<u64>> {
     match meta.get_item(key)? {
@@ -76,9 +80,17 @@ fn check_llama(meta: &Bound<'_, PyDict>, spans: &[TensorSpan], arch: &str) -> Py
     if blocks == 0 || blocks > spans.len() as u64 || experts > spans.len() as u64 {
         return Err(bad(format!("{blocks} blocks and {experts} experts for {} tensors", spans.len())));
     }
-    if experts > 1 {
-        return Err(PyNotImplementedError::new_err(format!("mixture-of-experts {arch} GGUF ({experts} experts) is not supported yet")));
+    let experts_used = opt("expert_used_count")?.unwrap_or(0);
+    if experts > 1 && !(1..=experts).contains(&experts_used) {
+        return Err(bad(format!("{arch}.expert_used_count is {experts_used} for {experts} experts")));
     }
+    if arch == "qwen3moe" && experts < 2 {
+        return Err(bad(format!("qwen3moe with {experts} experts")));
+    }
+    let expert_norm = match meta.get_item(format!("{arch}.expert_weights_norm"))? {
+        Some(v) => v.extract::<bool>().map_err(|_| bad(format!("{arch}.expert_weights_norm is not a bool")))?,
+        None => true,
+    };
     if let Some(a) = meta.get_item("general.alignment")? {
         if a.extract::<u32>().map_or(true, |a| a == 0) {
             return Err(bad("general.alignment must be a positive u32".into()));
@@ -111,7 +123,7 @@ fn check_llama(meta: &Bound<'_, PyDict>, spans: &[TensorSpan], arch: &str) -> Py
     };
     let (n_head, head_dim) = (heads as usize, head_dim as usize);
     let gemma = arch.starts_with("gemma");
-    let neox = matches!(arch, "qwen2" | "qwen3" | "phi3") || gemma;
+    let neox = matches!(arch, "qwen2" | "qwen3" | "qwen3moe" | "phi3") || gemma;
     let positive = |key: &str| -> PyResult<Option<f32>> {
         match meta.get_item(format!("{arch}.{key}"))? {
             None => Ok(None),
@@ -127,6 +139,8 @@ fn check_llama(meta: &Bound<'_, PyDict>, spans: &[TensorSpan], arch: &str) -> Py
             let pattern = opt("attention.sliding_window_pattern")?.unwrap_or(if arch == "gemma2" { 2 } else { 6 });
             Some((w as usize, pattern as usize))
         }
+        // Mistral v0.1's window, on every layer (pattern 0).
+        (Some(w), "llama") if w > 0 => Some((w as usize, 0)),
         _ => None,
     };
     let linear = match meta.get_item(format!("{arch}.rope.scaling.type"))? {
@@ -151,6 +165,9 @@ fn check_llama(meta: &Bound<'_, PyDict>, spans: &[TensorSpan], arch: &str) -> Py
         rope_base_local: (arch == "gemma3").then_some(10000.0),
         rope_linear: linear,
         q_scale: 1.0 / (head_dim as f32).sqrt(),
+        experts: if experts > 1 { experts as usize } else { 0 },
+        experts_used: experts_used as usize,
+        expert_norm,
     };
     Ok((cfg, blocks as usize, vocab))
 }
