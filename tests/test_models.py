@@ -157,9 +157,9 @@ def test_generate_stream_stop_and_sampling(llm):
         llm.generate([], max_new_tokens=2)
 
 
-def _tiny_llama(path, quantize=(), vocab=32, **meta_over):
+def _tiny_llama(path, quantize=(), vocab=32, qtype="Q8_0", **meta_over):
     """A 2-block llama GGUF with random f32 weights (vocab 32, width 64); tensors whose names end
-    with one of `quantize` are stored as Q8_0."""
+    with one of `quantize` are stored as `qtype`."""
     cb.manual_seed(0)
     d, ff, blocks = 64, 96, 2
     meta = {"general.architecture": "llama", "llama.block_count": blocks, "llama.embedding_length": d,
@@ -176,7 +176,7 @@ def _tiny_llama(path, quantize=(), vocab=32, **meta_over):
                   p + "attn_v.weight": cb.randn(d // 2, d) * 0.1, p + "attn_output.weight": cb.randn(d, d) * 0.1,
                   p + "ffn_gate.weight": cb.randn(ff, d) * 0.1, p + "ffn_up.weight": cb.randn(ff, d) * 0.1,
                   p + "ffn_down.weight": cb.randn(d, ff) * 0.1})
-    t = {k: gguf.quantize(v, "Q8_0") if k.endswith(tuple(quantize)) and quantize else v for k, v in t.items()}
+    t = {k: gguf.quantize(v, qtype) if k.endswith(tuple(quantize)) and quantize else v for k, v in t.items()}
     gguf.save(path, meta, t)
     return path
 
@@ -721,17 +721,54 @@ def test_continuous_batcher_admission_cancel_and_memory(llm):
     assert llm.kv_cache_bytes == 0
 
 
-def test_packed_weights_match_the_blocks_path(tmp_path):
-    """On AVX512-VNNI the engine keeps Q8_0/Q4_1 matmul weights (and a tied embedding) as 512-bit
-    tiles only, rows looked up there; the same file on the AVX2 kernels (the blocks as read) gives
-    the same logits up to float summation order."""
-    path = _tiny_llama(tmp_path / "q8.gguf", quantize=Q8_ALL, vocab=48)
+@pytest.mark.parametrize("qtype", ["Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1"])
+def test_packed_weights_match_the_blocks_path(tmp_path, qtype):
+    """On AVX512-VNNI the engine keeps Q8_0/Q4_0/Q4_1/Q5_0/Q5_1 matmul weights (and a tied
+    embedding) as 512-bit tiles only, rows looked up there; the same file on the AVX2 kernels (the
+    blocks as read) gives the same logits up to float summation order. (A 4- or 5-bit embedding
+    feeds exact ties to the next activation quantization, which the tiles round to even as
+    llama.cpp does and Candle's AVX2 path away from zero: it is checked apart from the matmuls.)"""
     code = ("import sys, numpy as np, candle_bind as cb; llm = cb.models.from_gguf(sys.argv[1]);"
             "np.save(sys.argv[2], llm._model.step_batch([(1, [1, 5, 47, 3], 0), (2, [9], 0)]).numpy())")
-    outs = []
-    for isa in ("", "avx2"):
-        out = tmp_path / f"logits{isa}.npy"
+    groups = [Q8_ALL] if qtype == "Q8_0" else [Q8_ALL[1:], Q8_ALL[:1]]
+    for names in groups:
+        path = _tiny_llama(tmp_path / "q.gguf", quantize=names, vocab=48, qtype=qtype)
+        outs = []
+        for isa in ("", "avx2"):
+            out = tmp_path / f"logits{isa}.npy"
+            env = dict(os.environ, CANDLE_BIND_ISA=isa) if isa else dict(os.environ)
+            subprocess.run([sys.executable, "-c", code, str(path), str(out)], env=env, check=True)
+            outs.append(np.load(out))
+        if qtype in ("Q4_1", "Q5_1"):
+            # Candle's blocks take Q8_1 activations there, their sums rounded to f16 (as llama.cpp's):
+            # the tiles keep them exact, so the chained 8-bit roundings part a little.
+            assert (outs[0].argmax(-1) == outs[1].argmax(-1)).all()
+            assert min(np.corrcoef(a, b)[0, 1] for a, b in zip(outs[0], outs[1])) > 0.999
+        else:
+            np.testing.assert_allclose(outs[0], outs[1], rtol=1e-4, atol=1e-4, err_msg=str(names))
+
+
+@pytest.mark.parametrize("qtype", ["Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1"])
+def test_quantized_matmul_against_exact_integer_math(tmp_path, qtype):
+    """Every ISA's quantized matmul (the 512-bit tiles, Candle's AVX2 and scalar kernels) against
+    numpy: activations quantized per 32 values as ggml does (round half to even), times the
+    dequantized weight; 1, 4 and 7 rows (around the tiles' 4-row units), a weight of 3 tiles."""
+    rng = np.random.default_rng(0)
+    w, x = rng.standard_normal((48, 96), dtype=np.float32) * 0.1, rng.standard_normal((7, 96), dtype=np.float32)
+    np.savez(tmp_path / "in.npz", w=w, x=x)
+    code = ("import sys, numpy as np, candle_bind as cb; from candle_bind import gguf; d = np.load(sys.argv[1]);"
+            f"q = gguf.quantize(cb.from_numpy(d['w']), '{qtype}'); lin = cb.nn.QuantizedLinear(q);"
+            "ys = [lin(cb.from_numpy(d['x'][:m])).numpy() for m in (1, 4, 7)];"
+            "np.savez(sys.argv[2], y=np.concatenate(ys, 0), w=q.dequantize().numpy())")
+    blocks = x.reshape(7, -1, 32)
+    d = np.abs(blocks).max(-1, keepdims=True) / 127
+    xq = (np.round(blocks / d) * d.astype(np.float16).astype(np.float32)).reshape(x.shape)
+    for isa in ("", "avx2", "portable"):
         env = dict(os.environ, CANDLE_BIND_ISA=isa) if isa else dict(os.environ)
-        subprocess.run([sys.executable, "-c", code, str(path), str(out)], env=env, check=True)
-        outs.append(np.load(out))
-    np.testing.assert_allclose(outs[0], outs[1], rtol=1e-4, atol=1e-4)
+        subprocess.run([sys.executable, "-c", code, str(tmp_path / "in.npz"), str(tmp_path / "out.npz")], env=env, check=True)
+        got = np.load(tmp_path / "out.npz")
+        outs, wd = got["y"], got["w"]
+        want = np.concatenate([xq[:m] @ wd.T for m in (1, 4, 7)], 0)
+        # Q4_1/Q5_1 blocks off the tiles take Q8_1 activations (their sum rounded to f16): a little further.
+        tol = 1e-3 if isa and qtype in ("Q4_1", "Q5_1") else 1e-5
+        np.testing.assert_allclose(outs, want, atol=tol, err_msg=isa or "native")

@@ -564,6 +564,9 @@ impl QTensor {
             self.repacked_qs.x86_get_or_init(|| repack_x86::pack(dtype, blocks.as_ref(), n, k));
             let storage = match dtype {
                 GgmlDType::Q4_1 => QStorage::Cpu(Box::new(Vec::<k_quants::BlockQ4_1>::new())),
+                GgmlDType::Q4_0 => QStorage::Cpu(Box::new(Vec::<k_quants::BlockQ4_0>::new())),
+                GgmlDType::Q5_0 => QStorage::Cpu(Box::new(Vec::<k_quants::BlockQ5_0>::new())),
+                GgmlDType::Q5_1 => QStorage::Cpu(Box::new(Vec::<k_quants::BlockQ5_1>::new())),
                 _ => QStorage::Cpu(Box::new(Vec::<k_quants::BlockQ8_0>::new())),
             };
             return Ok(Self { storage, shape: self.shape, repacked_qs: self.repacked_qs });

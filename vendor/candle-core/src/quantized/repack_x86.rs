@@ -4,7 +4,9 @@
 //! directly with the min/offset terms corrected through the q8k bsums, and q8_0
 //! weights are stored offset by +128 with the same correction.
 
-use super::k_quants::{BlockQ4K, BlockQ4_1, BlockQ6K, BlockQ8K, BlockQ8_0, QK4_1, QK8_0, QK_K};
+use super::k_quants::{
+    BlockQ4K, BlockQ4_0, BlockQ4_1, BlockQ5_0, BlockQ5_1, BlockQ6K, BlockQ8K, BlockQ8_0, QK4_1, QK8_0, QK_K,
+};
 use super::{GgmlType, QuantizedType};
 use half::f16;
 
@@ -43,11 +45,69 @@ pub(crate) struct TileQ4_1 {
     pub(crate) qs: [u8; QK4_1 / 2 * TILE_N],
 }
 
+/// candle-bind's patch: one 32-value block of 16 Q5_0/Q5_1 weight rows: the low nibbles as
+/// `TileQ4_1` lays them out, the fifth bits as byte masks over those 64-byte vectors: `qh[2g]` bit
+/// 4r+j is value 8g+j's of row r, `qh[2g + 1]` value 8g+j+4's (j < 4).
+#[repr(C)]
+pub(crate) struct TileQ5 {
+    pub(crate) d: [f16; TILE_N],
+    pub(crate) m: [f16; TILE_N],
+    pub(crate) qh: [u64; 8],
+    pub(crate) qs: [u8; QK4_1 / 2 * TILE_N],
+}
+
 pub(crate) enum PackedX86 {
     Q4K(Vec<TileQ4K>),
     Q6K(Vec<TileQ6K>),
     Q8_0(Vec<TileQ8_0>),
     Q4_1(Vec<TileQ4_1>),
+    /// candle-bind's patch: Q4_0 (d·(q - 8)) on Q4_1's tiles, `m` unused.
+    Q4_0(Vec<TileQ4_1>),
+    /// candle-bind's patch: Q5_0 (d·(q - 16), `m` unused) and Q5_1 (d·q + m).
+    Q5_0(Vec<TileQ5>),
+    Q5_1(Vec<TileQ5>),
+}
+
+/// candle-bind's patch: the nibble tiles' common face for the one kernel that runs them.
+pub(crate) trait NibbleTile {
+    /// Whether values have a fifth bit (`qh`).
+    const HIGH: bool;
+    fn d(&self) -> &[f16; TILE_N];
+    fn m(&self) -> &[f16; TILE_N];
+    fn qs(&self) -> &[u8; QK4_1 / 2 * TILE_N];
+    fn qh(&self) -> &[u64; 8];
+}
+
+impl NibbleTile for TileQ4_1 {
+    const HIGH: bool = false;
+    fn d(&self) -> &[f16; TILE_N] {
+        &self.d
+    }
+    fn m(&self) -> &[f16; TILE_N] {
+        &self.m
+    }
+    fn qs(&self) -> &[u8; QK4_1 / 2 * TILE_N] {
+        &self.qs
+    }
+    fn qh(&self) -> &[u64; 8] {
+        &[0; 8]
+    }
+}
+
+impl NibbleTile for TileQ5 {
+    const HIGH: bool = true;
+    fn d(&self) -> &[f16; TILE_N] {
+        &self.d
+    }
+    fn m(&self) -> &[f16; TILE_N] {
+        &self.m
+    }
+    fn qs(&self) -> &[u8; QK4_1 / 2 * TILE_N] {
+        &self.qs
+    }
+    fn qh(&self) -> &[u64; 8] {
+        &self.qh
+    }
 }
 
 pub(crate) fn select(dtype: super::GgmlDType, m: usize, n: usize, k: usize) -> bool {
@@ -70,11 +130,12 @@ pub(crate) fn select(dtype: super::GgmlDType, m: usize, n: usize, k: usize) -> b
     }
 }
 
-/// candle-bind's patch: Q8_0 and Q4_1 weights on 512-bit tiles against Q8_0 activations (a scale
-/// per 32 values, as ggml quantizes them for these weights) instead of Q8K (one per 256): any `k`
-/// of whole blocks, and the activations' precision of llama.cpp's.
+/// candle-bind's patch: Q8_0, Q4_0/Q4_1 and Q5_0/Q5_1 weights on 512-bit tiles against Q8_0
+/// activations (a scale per 32 values, as ggml quantizes them for these weights) instead of Q8K
+/// (one per 256): any `k` of whole blocks, and the activations' precision of llama.cpp's.
 pub(crate) fn select_q8_act(dtype: super::GgmlDType, n: usize, k: usize) -> bool {
-    matches!(dtype, super::GgmlDType::Q8_0 | super::GgmlDType::Q4_1)
+    use super::GgmlDType as D;
+    matches!(dtype, D::Q8_0 | D::Q4_0 | D::Q4_1 | D::Q5_0 | D::Q5_1)
         && level() == Some(X86Level::Avx512Vnni)
         && simd_quantize()
         && k > 0
@@ -303,8 +364,102 @@ pub(crate) fn dequantize_row(packed: &PackedX86, r: usize, k: usize, out: &mut [
             }
             true
         }
+        PackedX86::Q4_0(tiles) => {
+            for (b, ys) in out.chunks_exact_mut(QK4_1).enumerate().take(kb) {
+                let tile = &tiles[t * kb + b];
+                let d = tile.d[lane].to_f32();
+                for (v, y) in ys.iter_mut().enumerate() {
+                    *y = (nibble(&tile.qs, lane, v) as i32 - 8) as f32 * d;
+                }
+            }
+            true
+        }
+        PackedX86::Q5_0(tiles) | PackedX86::Q5_1(tiles) => {
+            let signed = matches!(packed, PackedX86::Q5_0(_));
+            for (b, ys) in out.chunks_exact_mut(QK4_1).enumerate().take(kb) {
+                let tile = &tiles[t * kb + b];
+                let (d, m) = (tile.d[lane].to_f32(), tile.m[lane].to_f32());
+                for (v, y) in ys.iter_mut().enumerate() {
+                    let high = (tile.qh[2 * (v / 8) + (v % 8) / 4] >> (4 * lane + v % 4)) & 1;
+                    let q = (nibble(&tile.qs, lane, v) | (high as u8) << 4) as i32;
+                    *y = if signed { (q - 16) as f32 * d } else { q as f32 * d + m };
+                }
+            }
+            true
+        }
         _ => false,
     }
+}
+
+/// Value `v`'s low nibble in row `lane` of a nibble tile's `qs`.
+fn nibble(qs: &[u8], lane: usize, v: usize) -> u8 {
+    let byte = qs[((v / 8) * TILE_N + lane) * 4 + v % 4];
+    if v % 8 < 4 {
+        byte & 0xF
+    } else {
+        byte >> 4
+    }
+}
+
+/// candle-bind's patch: 16 rows of nibbles (value v of a 32-value block given by `q(row, v)`) in
+/// the tile layout: [group of 8 values (4)][row (16)][4 bytes], byte j = q[8g+j] | q[8g+j+4] << 4.
+fn pack_nibbles(q: impl Fn(usize, usize) -> u8) -> [u8; QK4_1 / 2 * TILE_N] {
+    let mut qs = [0; QK4_1 / 2 * TILE_N];
+    for r in 0..TILE_N {
+        for g in 0..4 {
+            for j in 0..4 {
+                qs[(g * TILE_N + r) * 4 + j] = q(r, 8 * g + j) & 0xF | (q(r, 8 * g + j + 4) & 0xF) << 4;
+            }
+        }
+    }
+    qs
+}
+
+/// candle-bind's patch: the blocks of `storage` as `B` (the caller knows its dtype).
+fn blocks_as<B>(storage: &dyn QuantizedType) -> &[B] {
+    let data = storage.storage_size_in_bytes();
+    // SAFETY: the storage is a Vec<B>: whole blocks, aligned as B.
+    unsafe { std::slice::from_raw_parts(storage.as_ptr() as *const B, data / std::mem::size_of::<B>()) }
+}
+
+/// candle-bind's patch: Q4_0 blocks as Q4_1 tiles (the kernel takes the 8 off).
+pub(crate) fn pack_q4_0(storage: &dyn QuantizedType, n: usize, k: usize) -> PackedX86 {
+    let blocks: &[BlockQ4_0] = blocks_as(storage);
+    let kb = k / QK4_1;
+    let mut out = Vec::with_capacity(n / TILE_N * kb);
+    for t in 0..n / TILE_N {
+        for b in 0..kb {
+            let blk = |r: usize| &blocks[(t * TILE_N + r) * kb + b];
+            // Q4_0 keeps value v in qs[v] (v < 16, low nibble) or qs[v - 16] (high nibble).
+            let qs = pack_nibbles(|r, v| if v < 16 { blk(r).qs[v] & 0xF } else { blk(r).qs[v - 16] >> 4 });
+            out.push(TileQ4_1 { d: std::array::from_fn(|r| blk(r).d), m: [f16::ZERO; TILE_N], qs });
+        }
+    }
+    PackedX86::Q4_0(out)
+}
+
+/// candle-bind's patch: Q5_0 / Q5_1 blocks, given as (d, m, qh, qs) by block index, as `TileQ5`s.
+fn pack_q5(n: usize, k: usize, blk: impl Fn(usize) -> (f16, f16, [u8; 4], [u8; QK4_1 / 2])) -> Vec<TileQ5> {
+    let kb = k / QK4_1;
+    let mut out = Vec::with_capacity(n / TILE_N * kb);
+    for t in 0..n / TILE_N {
+        for b in 0..kb {
+            let rows: [_; TILE_N] = std::array::from_fn(|r| blk((t * TILE_N + r) * kb + b));
+            // Value v: the low nibble of qs[v] (v < 16) or qs[v - 16] >> 4; its fifth bit is qh's bit v.
+            let qs = pack_nibbles(|r, v| if v < 16 { rows[r].3[v] & 0xF } else { rows[r].3[v - 16] >> 4 });
+            let mut qh = [0u64; 8];
+            for (r, row) in rows.iter().enumerate() {
+                let bits = u32::from_le_bytes(row.2);
+                for v in 0..32 {
+                    if bits >> v & 1 == 1 {
+                        qh[2 * (v / 8) + (v % 8) / 4] |= 1 << (4 * r + v % 4);
+                    }
+                }
+            }
+            out.push(TileQ5 { d: std::array::from_fn(|r| rows[r].0), m: std::array::from_fn(|r| rows[r].1), qh, qs });
+        }
+    }
+    out
 }
 
 pub(crate) fn pack_q4_1(storage: &dyn QuantizedType, n: usize, k: usize) -> PackedX86 {
@@ -465,39 +620,57 @@ mod kernels {
         }
     }
 
-    // candle-bind's patch: Q4_1 tiles (unsigned nibbles, so vpdpbusd takes them as they are)
-    // against Q8_0 activations, blocks b and b+1 as `q8_0_tile2_q8`; per block
-    // d_w·d_a·Σ(q_w·q_a) + m_w·d_a·Σq_a.
+    // candle-bind's patch: nibble tiles (Q4_0/Q4_1, and Q5_0/Q5_1 with their fifth bits added
+    // under byte masks: unsigned values, so vpdpbusd takes them as they are) against Q8_0
+    // activations, blocks b and b+1 as `q8_0_tile2_q8`; per block d_w·d_a·(Σ(q_w·q_a) - off·Σq_a)
+    // (Q4_0's 8 and Q5_0's 16 taken off in integers, exact), or with `off` 0
+    // d_w·d_a·Σ(q_w·q_a) + m_w·d_a·Σq_a (Q4_1, Q5_1).
     #[target_feature(enable = "avx512f,avx512vnni,avx512bw")]
-    pub(crate) unsafe fn q4_1_tile2_q8(
-        t0: &TileQ4_1,
-        t1: Option<&TileQ4_1>,
+    pub(crate) unsafe fn nibble_tile2_q8<T: NibbleTile>(
+        t0: &T,
+        t1: Option<&T>,
         a0: &[&ActQ8_0],
         a1: &[&ActQ8_0],
+        off: i32,
         acc: &mut [[__m512; 1]],
     ) {
-        let low = _mm512_set1_epi8(0xF);
+        let (low, fifth) = (_mm512_set1_epi8(0xF), _mm512_set1_epi8(0x10));
+        // Group g's values 8g..8g+4 and 8g+4..8g+8 of the 16 rows, as unsigned bytes.
+        let split = |t: &T, g: usize| -> (__m512i, __m512i) {
+            let w = _mm512_loadu_si512(t.qs().as_ptr().add(g * TILE_N * 4) as *const _);
+            let (l, h) = (_mm512_and_si512(w, low), _mm512_and_si512(_mm512_srli_epi16(w, 4), low));
+            if T::HIGH {
+                let qh = t.qh();
+                return (_mm512_mask_add_epi8(l, qh[2 * g], l, fifth), _mm512_mask_add_epi8(h, qh[2 * g + 1], h, fifth));
+            }
+            (l, h)
+        };
         let (mut ea, mut oa) = ([_mm512_setzero_si512(); MAX_MT], [_mm512_setzero_si512(); MAX_MT]);
         let (mut eb, mut ob) = ([_mm512_setzero_si512(); MAX_MT], [_mm512_setzero_si512(); MAX_MT]);
         for g in 0..4 {
-            let wa = _mm512_loadu_si512(t0.qs.as_ptr().add(g * TILE_N * 4) as *const _);
-            let (la, ha) = (_mm512_and_si512(wa, low), _mm512_and_si512(_mm512_srli_epi16(wa, 4), low));
+            let (la, ha) = split(t0, g);
             for (m, act) in a0.iter().enumerate() {
                 ea[m] = _mm512_dpbusd_epi32(ea[m], la, bcast4(&act.qs, 8 * g));
                 oa[m] = _mm512_dpbusd_epi32(oa[m], ha, bcast4(&act.qs, 8 * g + 4));
             }
             if let Some(t1) = t1 {
-                let wb = _mm512_loadu_si512(t1.qs.as_ptr().add(g * TILE_N * 4) as *const _);
-                let (lb, hb) = (_mm512_and_si512(wb, low), _mm512_and_si512(_mm512_srli_epi16(wb, 4), low));
+                let (lb, hb) = split(t1, g);
                 for (m, act) in a1.iter().enumerate() {
                     eb[m] = _mm512_dpbusd_epi32(eb[m], lb, bcast4(&act.qs, 8 * g));
                     ob[m] = _mm512_dpbusd_epi32(ob[m], hb, bcast4(&act.qs, 8 * g + 4));
                 }
             }
         }
-        let finish = |t: &TileQ4_1, acts: &[&ActQ8_0], e: &[__m512i; MAX_MT], o: &[__m512i; MAX_MT], acc: &mut [[__m512; 1]]| {
-            let dw = _mm512_cvtph_ps(_mm256_loadu_si256(t.d.as_ptr() as *const _));
-            let mw = _mm512_cvtph_ps(_mm256_loadu_si256(t.m.as_ptr() as *const _));
+        let finish = |t: &T, acts: &[&ActQ8_0], e: &[__m512i; MAX_MT], o: &[__m512i; MAX_MT], acc: &mut [[__m512; 1]]| {
+            let dw = _mm512_cvtph_ps(_mm256_loadu_si256(t.d().as_ptr() as *const _));
+            if off != 0 {
+                for (m, act) in acts.iter().enumerate() {
+                    let q = _mm512_sub_epi32(_mm512_add_epi32(e[m], o[m]), _mm512_set1_epi32(off * act.sum));
+                    acc[m][0] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(q), _mm512_mul_ps(dw, _mm512_set1_ps(act.d)), acc[m][0]);
+                }
+                return;
+            }
+            let mw = _mm512_cvtph_ps(_mm256_loadu_si256(t.m().as_ptr() as *const _));
             for (m, act) in acts.iter().enumerate() {
                 let q = _mm512_cvtepi32_ps(_mm512_add_epi32(e[m], o[m]));
                 let r = _mm512_fmadd_ps(q, _mm512_mul_ps(dw, _mm512_set1_ps(act.d)), acc[m][0]);
@@ -574,7 +747,9 @@ unsafe fn matmul_unit_512(
             PackedX86::Q6K(tiles) => {
                 kernels::q6k_tile(&tiles[nt * kb + b], &act_refs[..mt], &mut acc)
             }
-            PackedX86::Q4_1(_) => unreachable!("Q4_1 tiles take the Q8_0-activation path"),
+            PackedX86::Q4_1(_) | PackedX86::Q4_0(_) | PackedX86::Q5_0(_) | PackedX86::Q5_1(_) => {
+                unreachable!("nibble tiles take the Q8_0-activation path")
+            }
             PackedX86::Q8_0(tiles) => {
                 // q8_0 tiles cover 32 k-values each; 8 tiles per q8k superblock
                 for s in (0..8).step_by(2) {
@@ -632,7 +807,9 @@ unsafe fn matmul_unit_256(
                     kernels256::q6k_tile_avx2(t, &act_refs[..mt], &mut acc)
                 }
             }
-            PackedX86::Q4_1(_) => unreachable!("Q4_1 tiles take the Q8_0-activation path"),
+            PackedX86::Q4_1(_) | PackedX86::Q4_0(_) | PackedX86::Q5_0(_) | PackedX86::Q5_1(_) => {
+                unreachable!("nibble tiles take the Q8_0-activation path")
+            }
             PackedX86::Q8_0(tiles) => {
                 for s in (0..8).step_by(2) {
                     kernels256::q8_0_tile2_avxvnni(
@@ -680,7 +857,10 @@ unsafe fn matmul_unit_q8_512(
         let (t0, t1) = (nt * kb + b, two.then_some(nt * kb + b + 1));
         match packed {
             PackedX86::Q8_0(tiles) => kernels::q8_0_tile2_q8(&tiles[t0], t1.map(|t| &tiles[t]), &a0[..mt], &a1[..mt], &mut acc),
-            PackedX86::Q4_1(tiles) => kernels::q4_1_tile2_q8(&tiles[t0], t1.map(|t| &tiles[t]), &a0[..mt], &a1[..mt], &mut acc),
+            PackedX86::Q4_1(tiles) => kernels::nibble_tile2_q8(&tiles[t0], t1.map(|t| &tiles[t]), &a0[..mt], &a1[..mt], 0, &mut acc),
+            PackedX86::Q4_0(tiles) => kernels::nibble_tile2_q8(&tiles[t0], t1.map(|t| &tiles[t]), &a0[..mt], &a1[..mt], 8, &mut acc),
+            PackedX86::Q5_0(tiles) => kernels::nibble_tile2_q8(&tiles[t0], t1.map(|t| &tiles[t]), &a0[..mt], &a1[..mt], 16, &mut acc),
+            PackedX86::Q5_1(tiles) => kernels::nibble_tile2_q8(&tiles[t0], t1.map(|t| &tiles[t]), &a0[..mt], &a1[..mt], 0, &mut acc),
             _ => unreachable!("select_q8_act() gates the dtype"),
         }
         b += 2;
@@ -777,6 +957,15 @@ pub(crate) fn pack(
         D::Q6K => pack_q6k(storage, n, k),
         D::Q8_0 => pack_q8_0(storage, n, k),
         D::Q4_1 => pack_q4_1(storage, n, k),
+        D::Q4_0 => pack_q4_0(storage, n, k),
+        D::Q5_0 => {
+            let blocks: &[BlockQ5_0] = blocks_as(storage);
+            PackedX86::Q5_0(pack_q5(n, k, |i| (blocks[i].d, f16::ZERO, blocks[i].qh, blocks[i].qs)))
+        }
+        D::Q5_1 => {
+            let blocks: &[BlockQ5_1] = blocks_as(storage);
+            PackedX86::Q5_1(pack_q5(n, k, |i| (blocks[i].d, blocks[i].m, blocks[i].qh, blocks[i].qs)))
+        }
         _ => unreachable!("select() gates dtypes"),
     }
 }
