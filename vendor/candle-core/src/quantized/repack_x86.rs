@@ -231,6 +231,7 @@ pub(crate) fn pack_q4k(storage: &dyn QuantizedType, n: usize, k: usize) -> Packe
     let kb = k / QK_K;
     let n_tiles = n / TILE_N;
     let mut out: Vec<TileQ4K> = Vec::with_capacity(n_tiles * kb);
+    huge_pages(&out);
     for t in 0..n_tiles {
         for b in 0..kb {
             let mut tile = TileQ4K {
@@ -275,6 +276,7 @@ pub(crate) fn pack_q6k(storage: &dyn QuantizedType, n: usize, k: usize) -> Packe
     let kb = k / QK_K;
     let n_tiles = n / TILE_N;
     let mut out: Vec<TileQ6K> = Vec::with_capacity(n_tiles * kb);
+    huge_pages(&out);
     for t in 0..n_tiles {
         for b in 0..kb {
             let mut tile = TileQ6K {
@@ -316,6 +318,7 @@ pub(crate) fn pack_q8_0(storage: &dyn QuantizedType, n: usize, k: usize) -> Pack
     let kb = k / QK8_0;
     let n_tiles = n / TILE_N;
     let mut out: Vec<TileQ8_0> = Vec::with_capacity(n_tiles * kb);
+    huge_pages(&out);
     for t in 0..n_tiles {
         for b in 0..kb {
             let mut tile = TileQ8_0 {
@@ -415,6 +418,22 @@ fn pack_nibbles(q: impl Fn(usize, usize) -> u8) -> [u8; QK4_1 / 2 * TILE_N] {
     qs
 }
 
+/// candle-bind's patch: asks for 2 MiB pages under a tile buffer before it is written (the kernel
+/// gives them where transparent huge pages are "madvise", the common default): decoding streams
+/// every weight once per token, and 4 KiB pages cost a TLB miss per 4 KiB read.
+fn huge_pages<T>(v: &Vec<T>) {
+    #[cfg(target_os = "linux")]
+    {
+        const HUGE: usize = 2 << 20;
+        let start = (v.as_ptr() as usize).next_multiple_of(HUGE);
+        let end = (v.as_ptr() as usize + v.capacity() * std::mem::size_of::<T>()) & !(HUGE - 1);
+        if end > start {
+            // SAFETY: advice only, on whole pages inside the vector's own allocation.
+            unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE) };
+        }
+    }
+}
+
 /// candle-bind's patch: the blocks of `storage` as `B` (the caller knows its dtype).
 fn blocks_as<B>(storage: &dyn QuantizedType) -> &[B] {
     let data = storage.storage_size_in_bytes();
@@ -427,6 +446,7 @@ pub(crate) fn pack_q4_0(storage: &dyn QuantizedType, n: usize, k: usize) -> Pack
     let blocks: &[BlockQ4_0] = blocks_as(storage);
     let kb = k / QK4_1;
     let mut out = Vec::with_capacity(n / TILE_N * kb);
+    huge_pages(&out);
     for t in 0..n / TILE_N {
         for b in 0..kb {
             let blk = |r: usize| &blocks[(t * TILE_N + r) * kb + b];
@@ -442,6 +462,7 @@ pub(crate) fn pack_q4_0(storage: &dyn QuantizedType, n: usize, k: usize) -> Pack
 fn pack_q5(n: usize, k: usize, blk: impl Fn(usize) -> (f16, f16, [u8; 4], [u8; QK4_1 / 2])) -> Vec<TileQ5> {
     let kb = k / QK4_1;
     let mut out = Vec::with_capacity(n / TILE_N * kb);
+    huge_pages(&out);
     for t in 0..n / TILE_N {
         for b in 0..kb {
             let rows: [_; TILE_N] = std::array::from_fn(|r| blk((t * TILE_N + r) * kb + b));
@@ -467,6 +488,7 @@ pub(crate) fn pack_q4_1(storage: &dyn QuantizedType, n: usize, k: usize) -> Pack
     let kb = k / QK4_1;
     let n_tiles = n / TILE_N;
     let mut out: Vec<TileQ4_1> = Vec::with_capacity(n_tiles * kb);
+    huge_pages(&out);
     for t in 0..n_tiles {
         for b in 0..kb {
             let mut tile = TileQ4_1 { d: [f16::ZERO; TILE_N], m: [f16::ZERO; TILE_N], qs: [0; QK4_1 / 2 * TILE_N] };
@@ -618,6 +640,60 @@ mod kernels {
                 acc[m][0] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(q), _mm512_mul_ps(dw, _mm512_set1_ps(act.d)), acc[m][0]);
             }
         }
+    }
+
+    // candle-bind's patch: one activation row against one 16-row column of tiles (`kb` blocks
+    // from `t`), the decode case: the same operations per block and in the same block order as
+    // `q8_0_tile2_q8` / `nibble_tile2_q8` with one row (so a row's result does not depend on the
+    // rows beside it), in straight-line code that keeps everything in registers. A decoded token
+    // streams its weights from memory, and how far ahead the core can read is set by how few
+    // instructions each cache line of weights takes.
+    #[target_feature(enable = "avx512f,avx512vnni,avx512bw")]
+    pub(crate) unsafe fn q8_0_row(t: *const TileQ8_0, a: *const ActQ8_0, kb: usize) -> __m512 {
+        let mut acc = _mm512_setzero_ps();
+        for b in 0..kb {
+            let (t, a) = (&*t.add(b), &*a.add(b));
+            let (mut e, mut o) = (_mm512_setzero_si512(), _mm512_setzero_si512());
+            for g in 0..4 {
+                let (ge, go) = (2 * g, 2 * g + 1);
+                e = _mm512_dpbusd_epi32(e, _mm512_loadu_si512(t.qs.as_ptr().add(ge * TILE_N * 4) as *const _), bcast4(&a.qs, ge * 4));
+                o = _mm512_dpbusd_epi32(o, _mm512_loadu_si512(t.qs.as_ptr().add(go * TILE_N * 4) as *const _), bcast4(&a.qs, go * 4));
+            }
+            let dw = _mm512_cvtph_ps(_mm256_loadu_si256(t.d.as_ptr() as *const _));
+            let q = _mm512_sub_epi32(_mm512_add_epi32(e, o), _mm512_set1_epi32(128 * a.sum));
+            acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(q), _mm512_mul_ps(dw, _mm512_set1_ps(a.d)), acc);
+        }
+        acc
+    }
+
+    #[target_feature(enable = "avx512f,avx512vnni,avx512bw")]
+    pub(crate) unsafe fn nibble_row<T: NibbleTile>(t: *const T, a: *const ActQ8_0, kb: usize, off: i32) -> __m512 {
+        let (low, fifth) = (_mm512_set1_epi8(0xF), _mm512_set1_epi8(0x10));
+        let mut acc = _mm512_setzero_ps();
+        for b in 0..kb {
+            let (t, a) = (&*t.add(b), &*a.add(b));
+            let (mut e, mut o) = (_mm512_setzero_si512(), _mm512_setzero_si512());
+            for g in 0..4 {
+                let w = _mm512_loadu_si512(t.qs().as_ptr().add(g * TILE_N * 4) as *const _);
+                let (mut l, mut h) = (_mm512_and_si512(w, low), _mm512_and_si512(_mm512_srli_epi16(w, 4), low));
+                if T::HIGH {
+                    l = _mm512_mask_add_epi8(l, t.qh()[2 * g], l, fifth);
+                    h = _mm512_mask_add_epi8(h, t.qh()[2 * g + 1], h, fifth);
+                }
+                e = _mm512_dpbusd_epi32(e, l, bcast4(&a.qs, 8 * g));
+                o = _mm512_dpbusd_epi32(o, h, bcast4(&a.qs, 8 * g + 4));
+            }
+            let dw = _mm512_cvtph_ps(_mm256_loadu_si256(t.d().as_ptr() as *const _));
+            if off != 0 {
+                let q = _mm512_sub_epi32(_mm512_add_epi32(e, o), _mm512_set1_epi32(off * a.sum));
+                acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(q), _mm512_mul_ps(dw, _mm512_set1_ps(a.d)), acc);
+            } else {
+                let mw = _mm512_cvtph_ps(_mm256_loadu_si256(t.m().as_ptr() as *const _));
+                let r = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(e, o)), _mm512_mul_ps(dw, _mm512_set1_ps(a.d)), acc);
+                acc = _mm512_fmadd_ps(mw, _mm512_set1_ps(a.d * a.sum as f32), r);
+            }
+        }
+        acc
     }
 
     // candle-bind's patch: nibble tiles (Q4_0/Q4_1, and Q5_0/Q5_1 with their fifth bits added
@@ -844,6 +920,19 @@ unsafe fn matmul_unit_q8_512(
     n: usize,
 ) {
     use core::arch::x86_64::*;
+    if mt == 1 {
+        let (a, out) = (acts.as_ptr().add(m0 * kb), dst_ptr.add(m0 * n + nt * TILE_N));
+        let row = match packed {
+            PackedX86::Q8_0(t) => kernels::q8_0_row(t.as_ptr().add(nt * kb), a, kb),
+            PackedX86::Q4_1(t) => kernels::nibble_row(t.as_ptr().add(nt * kb), a, kb, 0),
+            PackedX86::Q4_0(t) => kernels::nibble_row(t.as_ptr().add(nt * kb), a, kb, 8),
+            PackedX86::Q5_0(t) => kernels::nibble_row(t.as_ptr().add(nt * kb), a, kb, 16),
+            PackedX86::Q5_1(t) => kernels::nibble_row(t.as_ptr().add(nt * kb), a, kb, 0),
+            _ => unreachable!("select_q8_act() gates the dtype"),
+        };
+        _mm512_storeu_ps(out, row);
+        return;
+    }
     let mut acc = [[_mm512_setzero_ps(); 1]; kernels::MAX_MT];
     let mut a0: [&ActQ8_0; kernels::MAX_MT] = [&acts[m0 * kb]; kernels::MAX_MT];
     let mut a1: [&ActQ8_0; kernels::MAX_MT] = [&acts[m0 * kb]; kernels::MAX_MT];
