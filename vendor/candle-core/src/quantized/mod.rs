@@ -544,9 +544,9 @@ impl QTensor {
         })
     }
 
-    /// candle-bind's patch: a CPU matmul weight that the repacked 512-bit Q8_0/Q4_1 tiles serve at every
-    /// row count gets its tiles now and gives up its blocks, so that the weight is held once (the
-    /// tiles take as many bytes as the blocks). Afterwards it only multiplies f32 activations
+    /// candle-bind's patch: a CPU matmul weight that repacked tiles serve at every row count (512-bit
+    /// Q8_0/Q4_0/Q4_1/Q5_0/Q5_1 tiles; Q4K/Q6K tiles) gets its tiles now and gives up its blocks, so
+    /// that the weight is held once. Afterwards it only multiplies f32 activations
     /// (`QMatMul::forward`); reading its blocks back fails. Other tensors come back unchanged.
     pub fn into_packed_matmul_weight(self) -> Result<Self> {
         #[cfg(target_arch = "x86_64")]
@@ -558,13 +558,21 @@ impl QTensor {
                 return Ok(self);
             };
             let dtype = self.dtype();
-            if !repack_x86::select_q8_act(dtype, n, k) {
+            // Q4K/Q6K weights get their tiles at the first matmul anyway (on x86 every row count
+            // runs there), beside the blocks: made now, the blocks go. Not Q4K where AMX packs
+            // large batches from the blocks.
+            let k_tiles = matches!(dtype, GgmlDType::Q4K | GgmlDType::Q6K)
+                && repack_x86::select(dtype, 1, n, k)
+                && !(dtype == GgmlDType::Q4K && repack_x86::amx_available());
+            if !repack_x86::select_q8_act(dtype, n, k) && !k_tiles {
                 return Ok(self);
             }
             self.repacked_qs.x86_get_or_init(|| repack_x86::pack(dtype, blocks.as_ref(), n, k));
             let storage = match dtype {
                 GgmlDType::Q4_1 => QStorage::Cpu(Box::new(Vec::<k_quants::BlockQ4_1>::new())),
                 GgmlDType::Q4_0 => QStorage::Cpu(Box::new(Vec::<k_quants::BlockQ4_0>::new())),
+                GgmlDType::Q4K => QStorage::Cpu(Box::new(Vec::<k_quants::BlockQ4K>::new())),
+                GgmlDType::Q6K => QStorage::Cpu(Box::new(Vec::<k_quants::BlockQ6K>::new())),
                 GgmlDType::Q5_0 => QStorage::Cpu(Box::new(Vec::<k_quants::BlockQ5_0>::new())),
                 GgmlDType::Q5_1 => QStorage::Cpu(Box::new(Vec::<k_quants::BlockQ5_1>::new())),
                 _ => QStorage::Cpu(Box::new(Vec::<k_quants::BlockQ8_0>::new())),

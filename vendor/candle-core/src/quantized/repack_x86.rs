@@ -340,8 +340,8 @@ pub(crate) fn pack_q8_0(storage: &dyn QuantizedType, n: usize, k: usize) -> Pack
     PackedX86::Q8_0(out)
 }
 
-/// candle-bind's patch: row `r` (of `k` values) of Q8_0 or Q4_1 tiles dequantized into `out`, the
-/// same values as the blocks' own dequantization (d·q, d·q + m).
+/// candle-bind's patch: row `r` (of `k` values) of packed tiles dequantized into `out`, the same
+/// values as the blocks' own dequantization (d·q, d·q + m; Q4K/Q6K: (d·sc)·q - dmin·m, (d·sc)·q).
 pub(crate) fn dequantize_row(packed: &PackedX86, r: usize, k: usize, out: &mut [f32]) -> bool {
     let (kb, lane, t) = (k / QK8_0, r % TILE_N, r / TILE_N);
     match packed {
@@ -363,6 +363,25 @@ pub(crate) fn dequantize_row(packed: &PackedX86, r: usize, k: usize, out: &mut [
                     let byte = tile.qs[((v / 8) * TILE_N + lane) * 4 + v % 4];
                     let q = if v % 8 < 4 { byte & 0xF } else { byte >> 4 };
                     *y = q as f32 * d + m;
+                }
+            }
+            true
+        }
+        PackedX86::Q4K(tiles) => {
+            for (b, ys) in out.chunks_exact_mut(QK_K).enumerate().take(k / QK_K) {
+                let tile = &tiles[t * (k / QK_K) + b];
+                for (v, y) in ys.iter_mut().enumerate() {
+                    *y = tile.scales[v / 32][lane] * nibble(&tile.qs, lane, v) as f32 - tile.mins[v / 32][lane];
+                }
+            }
+            true
+        }
+        PackedX86::Q6K(tiles) => {
+            for (b, ys) in out.chunks_exact_mut(QK_K).enumerate().take(k / QK_K) {
+                let tile = &tiles[t * (k / QK_K) + b];
+                for (v, y) in ys.iter_mut().enumerate() {
+                    let q = tile.qs[((v / 4) * TILE_N + lane) * 4 + v % 4] as i32 - 32;
+                    *y = tile.scales[v / 16][lane] * q as f32;
                 }
             }
             true
