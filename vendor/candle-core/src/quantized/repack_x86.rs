@@ -68,45 +68,72 @@ pub(crate) enum PackedX86 {
     Q5_1(Vec<TileQ5>),
 }
 
-/// candle-bind's patch: the nibble tiles' common face for the one kernel that runs them.
-pub(crate) trait NibbleTile {
-    /// Whether values have a fifth bit (`qh`).
-    const HIGH: bool;
+/// candle-bind's patch: a tile that the Q8_0-activation kernel (`kernels::rows`) runs: 32 values
+/// of 16 weight rows as unsigned bytes in groups of four, each weight d·(q - offset) (Q8_0's +128,
+/// Q4_0's 8, Q5_0's 16) or d·q + m (Q4_1, Q5_1).
+pub(crate) trait ActTile {
     fn d(&self) -> &[f16; TILE_N];
     fn m(&self) -> &[f16; TILE_N];
-    fn qs(&self) -> &[u8; QK4_1 / 2 * TILE_N];
-    fn qh(&self) -> &[u64; 8];
+    /// Values 8g..8g+4 and 8g+4..8g+8 of the 16 rows, each as [row][4 bytes].
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn pair(&self, g: usize) -> (core::arch::x86_64::__m512i, core::arch::x86_64::__m512i);
 }
 
-impl NibbleTile for TileQ4_1 {
-    const HIGH: bool = false;
+impl ActTile for TileQ8_0 {
+    fn d(&self) -> &[f16; TILE_N] {
+        &self.d
+    }
+    fn m(&self) -> &[f16; TILE_N] {
+        &self.d
+    }
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    unsafe fn pair(&self, g: usize) -> (core::arch::x86_64::__m512i, core::arch::x86_64::__m512i) {
+        use core::arch::x86_64::*;
+        let at = |j: usize| _mm512_loadu_si512(self.qs.as_ptr().add(j * TILE_N * 4) as *const _);
+        (at(2 * g), at(2 * g + 1))
+    }
+}
+
+/// Group g's low nibbles and high nibbles of a nibble tile's `qs` ([group of 8 values (4)][row
+/// (16)][4 bytes], byte j = q[8g+j] | q[8g+j+4] << 4).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn nibbles(qs: &[u8; QK4_1 / 2 * TILE_N], g: usize) -> (core::arch::x86_64::__m512i, core::arch::x86_64::__m512i) {
+    use core::arch::x86_64::*;
+    let low = _mm512_set1_epi8(0xF);
+    let w = _mm512_loadu_si512(qs.as_ptr().add(g * TILE_N * 4) as *const _);
+    (_mm512_and_si512(w, low), _mm512_and_si512(_mm512_srli_epi16(w, 4), low))
+}
+
+impl ActTile for TileQ4_1 {
     fn d(&self) -> &[f16; TILE_N] {
         &self.d
     }
     fn m(&self) -> &[f16; TILE_N] {
         &self.m
     }
-    fn qs(&self) -> &[u8; QK4_1 / 2 * TILE_N] {
-        &self.qs
-    }
-    fn qh(&self) -> &[u64; 8] {
-        &[0; 8]
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    unsafe fn pair(&self, g: usize) -> (core::arch::x86_64::__m512i, core::arch::x86_64::__m512i) {
+        nibbles(&self.qs, g)
     }
 }
 
-impl NibbleTile for TileQ5 {
-    const HIGH: bool = true;
+impl ActTile for TileQ5 {
     fn d(&self) -> &[f16; TILE_N] {
         &self.d
     }
     fn m(&self) -> &[f16; TILE_N] {
         &self.m
     }
-    fn qs(&self) -> &[u8; QK4_1 / 2 * TILE_N] {
-        &self.qs
-    }
-    fn qh(&self) -> &[u64; 8] {
-        &self.qh
+    /// The nibbles with their fifth bits added under the byte masks `qh`.
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    unsafe fn pair(&self, g: usize) -> (core::arch::x86_64::__m512i, core::arch::x86_64::__m512i) {
+        use core::arch::x86_64::*;
+        let ((l, h), fifth) = (nibbles(&self.qs, g), _mm512_set1_epi8(0x10));
+        (_mm512_mask_add_epi8(l, self.qh[2 * g], l, fifth), _mm512_mask_add_epi8(h, self.qh[2 * g + 1], h, fifth))
     }
 }
 
@@ -157,13 +184,15 @@ fn simd_quantize() -> bool {
 pub(crate) struct ActQ8_0 {
     pub(crate) d: f32,
     pub(crate) sum: i32,
+    /// d·sum, the Q4_1/Q5_1 minimum's factor (once per block, not once per weight tile).
+    pub(crate) dsum: f32,
     pub(crate) qs: [i8; QK8_0],
 }
 
 /// `lhs` rows (m × k) quantized as ggml quantizes activations for Q8_0 weights.
 pub(crate) fn quantize_lhs_q8_0(lhs: &[f32], m: usize, k: usize) -> Vec<ActQ8_0> {
     let kb = k / QK8_0;
-    let mut out: Vec<ActQ8_0> = (0..m * kb).map(|_| ActQ8_0 { d: 0.0, sum: 0, qs: [0; QK8_0] }).collect();
+    let mut out: Vec<ActQ8_0> = (0..m * kb).map(|_| ActQ8_0 { d: 0.0, sum: 0, dsum: 0.0, qs: [0; QK8_0] }).collect();
     // ggml's SIMD quantization (a scalar loop's roundf took a tenth of a batched decode step).
     let quantize = |row: &[f32], dst: &mut [ActQ8_0]| {
         let mut blocks = vec![super::k_quants::BlockQ8_1::zeros(); kb];
@@ -175,6 +204,7 @@ pub(crate) fn quantize_lhs_q8_0(lhs: &[f32], m: usize, k: usize) -> Vec<ActQ8_0>
         for (a, b) in dst.iter_mut().zip(&blocks) {
             a.d = b.d.to_f32();
             a.sum = b.qs.iter().map(|&q| q as i32).sum();
+            a.dsum = a.d * a.sum as f32;
             a.qs = b.qs;
         }
     };
@@ -409,7 +439,6 @@ pub(crate) fn dequantize_row(packed: &PackedX86, r: usize, k: usize, out: &mut [
             }
             true
         }
-        _ => false,
     }
 }
 
@@ -613,168 +642,49 @@ mod kernels {
         }
     }
 
-    // candle-bind's patch: q8_0 (+128 offset weights) against Q8_0 activations: blocks b and b+1
-    // (`t1`/`a1` None past the last block) with independent integer accumulators, the offset's
-    // share 128·Σa taken off in integers (exact), then d_w·d_a times the sum per block.
+    // candle-bind's patch: MT activation rows (Q8_0) against one 16-row column of tiles (`kb`
+    // blocks from `t`), weights d·(q - OFF), or with OFF 0 d·q + m: per block and row, the integer
+    // dot products of the even and odd groups of four values on their own accumulators (exact, so
+    // the split only shortens dependency chains), then d_w·d_a·(Σ - OFF·Σq_a), or d_w·d_a·Σ +
+    // m_w·d_a·Σq_a, added into the row's f32 sum block after block. A row goes through the same
+    // operations whatever MT is (a sequence decodes the same in a batch as alone). Straight-line
+    // code over a const MT keeps every accumulator in a register: a decoded row streams its
+    // weights from memory, and how far ahead the core reads is set by how few instructions each
+    // cache line takes.
     #[target_feature(enable = "avx512f,avx512vnni,avx512bw")]
-    pub(crate) unsafe fn q8_0_tile2_q8(
-        t0: &TileQ8_0,
-        t1: Option<&TileQ8_0>,
-        a0: &[&ActQ8_0],
-        a1: &[&ActQ8_0],
-        acc: &mut [[__m512; 1]],
+    pub(crate) unsafe fn rows<T: ActTile, const OFF: i32, const MT: usize>(
+        t: *const T,
+        a: [*const ActQ8_0; MT],
+        kb: usize,
+        out: [*mut f32; MT],
     ) {
-        // Even and odd groups of four values on their own accumulators (integer sums are exact, so
-        // the split only shortens the dependency chains, which bound a decoded row).
-        let (mut ea, mut oa) = ([_mm512_setzero_si512(); MAX_MT], [_mm512_setzero_si512(); MAX_MT]);
-        let (mut eb, mut ob) = ([_mm512_setzero_si512(); MAX_MT], [_mm512_setzero_si512(); MAX_MT]);
-        for g in 0..4 {
-            let (ge, go) = (2 * g, 2 * g + 1);
-            let wae = _mm512_loadu_si512(t0.qs.as_ptr().add(ge * TILE_N * 4) as *const _);
-            let wao = _mm512_loadu_si512(t0.qs.as_ptr().add(go * TILE_N * 4) as *const _);
-            for (m, act) in a0.iter().enumerate() {
-                ea[m] = _mm512_dpbusd_epi32(ea[m], wae, bcast4(&act.qs, ge * 4));
-                oa[m] = _mm512_dpbusd_epi32(oa[m], wao, bcast4(&act.qs, go * 4));
-            }
-            if let Some(t1) = t1 {
-                let wbe = _mm512_loadu_si512(t1.qs.as_ptr().add(ge * TILE_N * 4) as *const _);
-                let wbo = _mm512_loadu_si512(t1.qs.as_ptr().add(go * TILE_N * 4) as *const _);
-                for (m, act) in a1.iter().enumerate() {
-                    eb[m] = _mm512_dpbusd_epi32(eb[m], wbe, bcast4(&act.qs, ge * 4));
-                    ob[m] = _mm512_dpbusd_epi32(ob[m], wbo, bcast4(&act.qs, go * 4));
-                }
-            }
-        }
-        let isum_a: [__m512i; MAX_MT] = std::array::from_fn(|m| _mm512_add_epi32(ea[m], oa[m]));
-        let isum_b: [__m512i; MAX_MT] = std::array::from_fn(|m| _mm512_add_epi32(eb[m], ob[m]));
-        let dw = _mm512_cvtph_ps(_mm256_loadu_si256(t0.d.as_ptr() as *const _));
-        for (m, act) in a0.iter().enumerate() {
-            let q = _mm512_sub_epi32(isum_a[m], _mm512_set1_epi32(128 * act.sum));
-            acc[m][0] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(q), _mm512_mul_ps(dw, _mm512_set1_ps(act.d)), acc[m][0]);
-        }
-        if let Some(t1) = t1 {
-            let dw = _mm512_cvtph_ps(_mm256_loadu_si256(t1.d.as_ptr() as *const _));
-            for (m, act) in a1.iter().enumerate() {
-                let q = _mm512_sub_epi32(isum_b[m], _mm512_set1_epi32(128 * act.sum));
-                acc[m][0] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(q), _mm512_mul_ps(dw, _mm512_set1_ps(act.d)), acc[m][0]);
-            }
-        }
-    }
-
-    // candle-bind's patch: one activation row against one 16-row column of tiles (`kb` blocks
-    // from `t`), the decode case: the same operations per block and in the same block order as
-    // `q8_0_tile2_q8` / `nibble_tile2_q8` with one row (so a row's result does not depend on the
-    // rows beside it), in straight-line code that keeps everything in registers. A decoded token
-    // streams its weights from memory, and how far ahead the core can read is set by how few
-    // instructions each cache line of weights takes.
-    #[target_feature(enable = "avx512f,avx512vnni,avx512bw")]
-    pub(crate) unsafe fn q8_0_row(t: *const TileQ8_0, a: *const ActQ8_0, kb: usize) -> __m512 {
-        let mut acc = _mm512_setzero_ps();
+        let mut acc = [_mm512_setzero_ps(); MT];
         for b in 0..kb {
-            let (t, a) = (&*t.add(b), &*a.add(b));
-            let (mut e, mut o) = (_mm512_setzero_si512(), _mm512_setzero_si512());
+            let tile = &*t.add(b);
+            let acts: [&ActQ8_0; MT] = std::array::from_fn(|m| &*a[m].add(b));
+            let (mut e, mut o) = ([_mm512_setzero_si512(); MT], [_mm512_setzero_si512(); MT]);
             for g in 0..4 {
-                let (ge, go) = (2 * g, 2 * g + 1);
-                e = _mm512_dpbusd_epi32(e, _mm512_loadu_si512(t.qs.as_ptr().add(ge * TILE_N * 4) as *const _), bcast4(&a.qs, ge * 4));
-                o = _mm512_dpbusd_epi32(o, _mm512_loadu_si512(t.qs.as_ptr().add(go * TILE_N * 4) as *const _), bcast4(&a.qs, go * 4));
-            }
-            let dw = _mm512_cvtph_ps(_mm256_loadu_si256(t.d.as_ptr() as *const _));
-            let q = _mm512_sub_epi32(_mm512_add_epi32(e, o), _mm512_set1_epi32(128 * a.sum));
-            acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(q), _mm512_mul_ps(dw, _mm512_set1_ps(a.d)), acc);
-        }
-        acc
-    }
-
-    #[target_feature(enable = "avx512f,avx512vnni,avx512bw")]
-    pub(crate) unsafe fn nibble_row<T: NibbleTile>(t: *const T, a: *const ActQ8_0, kb: usize, off: i32) -> __m512 {
-        let (low, fifth) = (_mm512_set1_epi8(0xF), _mm512_set1_epi8(0x10));
-        let mut acc = _mm512_setzero_ps();
-        for b in 0..kb {
-            let (t, a) = (&*t.add(b), &*a.add(b));
-            let (mut e, mut o) = (_mm512_setzero_si512(), _mm512_setzero_si512());
-            for g in 0..4 {
-                let w = _mm512_loadu_si512(t.qs().as_ptr().add(g * TILE_N * 4) as *const _);
-                let (mut l, mut h) = (_mm512_and_si512(w, low), _mm512_and_si512(_mm512_srli_epi16(w, 4), low));
-                if T::HIGH {
-                    l = _mm512_mask_add_epi8(l, t.qh()[2 * g], l, fifth);
-                    h = _mm512_mask_add_epi8(h, t.qh()[2 * g + 1], h, fifth);
+                let (we, wo) = tile.pair(g);
+                for m in 0..MT {
+                    e[m] = _mm512_dpbusd_epi32(e[m], we, bcast4(&acts[m].qs, 8 * g));
+                    o[m] = _mm512_dpbusd_epi32(o[m], wo, bcast4(&acts[m].qs, 8 * g + 4));
                 }
-                e = _mm512_dpbusd_epi32(e, l, bcast4(&a.qs, 8 * g));
-                o = _mm512_dpbusd_epi32(o, h, bcast4(&a.qs, 8 * g + 4));
             }
-            let dw = _mm512_cvtph_ps(_mm256_loadu_si256(t.d().as_ptr() as *const _));
-            if off != 0 {
-                let q = _mm512_sub_epi32(_mm512_add_epi32(e, o), _mm512_set1_epi32(off * a.sum));
-                acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(q), _mm512_mul_ps(dw, _mm512_set1_ps(a.d)), acc);
-            } else {
-                let mw = _mm512_cvtph_ps(_mm256_loadu_si256(t.m().as_ptr() as *const _));
-                let r = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(e, o)), _mm512_mul_ps(dw, _mm512_set1_ps(a.d)), acc);
-                acc = _mm512_fmadd_ps(mw, _mm512_set1_ps(a.d * a.sum as f32), r);
-            }
-        }
-        acc
-    }
-
-    // candle-bind's patch: nibble tiles (Q4_0/Q4_1, and Q5_0/Q5_1 with their fifth bits added
-    // under byte masks: unsigned values, so vpdpbusd takes them as they are) against Q8_0
-    // activations, blocks b and b+1 as `q8_0_tile2_q8`; per block d_w·d_a·(Σ(q_w·q_a) - off·Σq_a)
-    // (Q4_0's 8 and Q5_0's 16 taken off in integers, exact), or with `off` 0
-    // d_w·d_a·Σ(q_w·q_a) + m_w·d_a·Σq_a (Q4_1, Q5_1).
-    #[target_feature(enable = "avx512f,avx512vnni,avx512bw")]
-    pub(crate) unsafe fn nibble_tile2_q8<T: NibbleTile>(
-        t0: &T,
-        t1: Option<&T>,
-        a0: &[&ActQ8_0],
-        a1: &[&ActQ8_0],
-        off: i32,
-        acc: &mut [[__m512; 1]],
-    ) {
-        let (low, fifth) = (_mm512_set1_epi8(0xF), _mm512_set1_epi8(0x10));
-        // Group g's values 8g..8g+4 and 8g+4..8g+8 of the 16 rows, as unsigned bytes.
-        let split = |t: &T, g: usize| -> (__m512i, __m512i) {
-            let w = _mm512_loadu_si512(t.qs().as_ptr().add(g * TILE_N * 4) as *const _);
-            let (l, h) = (_mm512_and_si512(w, low), _mm512_and_si512(_mm512_srli_epi16(w, 4), low));
-            if T::HIGH {
-                let qh = t.qh();
-                return (_mm512_mask_add_epi8(l, qh[2 * g], l, fifth), _mm512_mask_add_epi8(h, qh[2 * g + 1], h, fifth));
-            }
-            (l, h)
-        };
-        let (mut ea, mut oa) = ([_mm512_setzero_si512(); MAX_MT], [_mm512_setzero_si512(); MAX_MT]);
-        let (mut eb, mut ob) = ([_mm512_setzero_si512(); MAX_MT], [_mm512_setzero_si512(); MAX_MT]);
-        for g in 0..4 {
-            let (la, ha) = split(t0, g);
-            for (m, act) in a0.iter().enumerate() {
-                ea[m] = _mm512_dpbusd_epi32(ea[m], la, bcast4(&act.qs, 8 * g));
-                oa[m] = _mm512_dpbusd_epi32(oa[m], ha, bcast4(&act.qs, 8 * g + 4));
-            }
-            if let Some(t1) = t1 {
-                let (lb, hb) = split(t1, g);
-                for (m, act) in a1.iter().enumerate() {
-                    eb[m] = _mm512_dpbusd_epi32(eb[m], lb, bcast4(&act.qs, 8 * g));
-                    ob[m] = _mm512_dpbusd_epi32(ob[m], hb, bcast4(&act.qs, 8 * g + 4));
+            let dw = _mm512_cvtph_ps(_mm256_loadu_si256(tile.d().as_ptr() as *const _));
+            for m in 0..MT {
+                let (da, q) = (acts[m].d, _mm512_add_epi32(e[m], o[m]));
+                if OFF != 0 {
+                    let q = _mm512_sub_epi32(q, _mm512_set1_epi32(OFF * acts[m].sum));
+                    acc[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(q), _mm512_mul_ps(dw, _mm512_set1_ps(da)), acc[m]);
+                } else {
+                    let mw = _mm512_cvtph_ps(_mm256_loadu_si256(tile.m().as_ptr() as *const _));
+                    let r = _mm512_fmadd_ps(_mm512_cvtepi32_ps(q), _mm512_mul_ps(dw, _mm512_set1_ps(da)), acc[m]);
+                    acc[m] = _mm512_fmadd_ps(mw, _mm512_set1_ps(acts[m].dsum), r);
                 }
             }
         }
-        let finish = |t: &T, acts: &[&ActQ8_0], e: &[__m512i; MAX_MT], o: &[__m512i; MAX_MT], acc: &mut [[__m512; 1]]| {
-            let dw = _mm512_cvtph_ps(_mm256_loadu_si256(t.d().as_ptr() as *const _));
-            if off != 0 {
-                for (m, act) in acts.iter().enumerate() {
-                    let q = _mm512_sub_epi32(_mm512_add_epi32(e[m], o[m]), _mm512_set1_epi32(off * act.sum));
-                    acc[m][0] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(q), _mm512_mul_ps(dw, _mm512_set1_ps(act.d)), acc[m][0]);
-                }
-                return;
-            }
-            let mw = _mm512_cvtph_ps(_mm256_loadu_si256(t.m().as_ptr() as *const _));
-            for (m, act) in acts.iter().enumerate() {
-                let q = _mm512_cvtepi32_ps(_mm512_add_epi32(e[m], o[m]));
-                let r = _mm512_fmadd_ps(q, _mm512_mul_ps(dw, _mm512_set1_ps(act.d)), acc[m][0]);
-                acc[m][0] = _mm512_fmadd_ps(mw, _mm512_set1_ps(act.d * act.sum as f32), r);
-            }
-        };
-        finish(t0, a0, &ea, &oa, acc);
-        if let Some(t1) = t1 {
-            finish(t1, a1, &eb, &ob, acc);
+        for m in 0..MT {
+            _mm512_storeu_ps(out[m], acc[m]);
         }
     }
 
@@ -938,47 +848,28 @@ unsafe fn matmul_unit_q8_512(
     dst_ptr: *mut f32,
     n: usize,
 ) {
-    use core::arch::x86_64::*;
-    if mt == 1 {
-        let (a, out) = (acts.as_ptr().add(m0 * kb), dst_ptr.add(m0 * n + nt * TILE_N));
-        let row = match packed {
-            PackedX86::Q8_0(t) => kernels::q8_0_row(t.as_ptr().add(nt * kb), a, kb),
-            PackedX86::Q4_1(t) => kernels::nibble_row(t.as_ptr().add(nt * kb), a, kb, 0),
-            PackedX86::Q4_0(t) => kernels::nibble_row(t.as_ptr().add(nt * kb), a, kb, 8),
-            PackedX86::Q5_0(t) => kernels::nibble_row(t.as_ptr().add(nt * kb), a, kb, 16),
-            PackedX86::Q5_1(t) => kernels::nibble_row(t.as_ptr().add(nt * kb), a, kb, 0),
-            _ => unreachable!("select_q8_act() gates the dtype"),
-        };
-        _mm512_storeu_ps(out, row);
-        return;
-    }
-    let mut acc = [[_mm512_setzero_ps(); 1]; kernels::MAX_MT];
-    let mut a0: [&ActQ8_0; kernels::MAX_MT] = [&acts[m0 * kb]; kernels::MAX_MT];
-    let mut a1: [&ActQ8_0; kernels::MAX_MT] = [&acts[m0 * kb]; kernels::MAX_MT];
-    let mut b = 0;
-    while b < kb {
-        let two = b + 1 < kb;
-        for i in 0..mt {
-            a0[i] = &acts[(m0 + i) * kb + b];
-            a1[i] = &acts[(m0 + i) * kb + if two { b + 1 } else { b }];
+    unsafe fn run<T: ActTile, const OFF: i32>(tiles: &[T], acts: *const ActQ8_0, kb: usize, out: *mut f32, n: usize, mt: usize) {
+        let a = |m: usize| acts.add(m * kb);
+        let o = |m: usize| out.add(m * n);
+        match mt {
+            1 => kernels::rows::<T, OFF, 1>(tiles.as_ptr(), [a(0)], kb, [o(0)]),
+            2 => kernels::rows::<T, OFF, 2>(tiles.as_ptr(), [a(0), a(1)], kb, [o(0), o(1)]),
+            3 => kernels::rows::<T, OFF, 3>(tiles.as_ptr(), [a(0), a(1), a(2)], kb, [o(0), o(1), o(2)]),
+            _ => kernels::rows::<T, OFF, 4>(tiles.as_ptr(), [a(0), a(1), a(2), a(3)], kb, [o(0), o(1), o(2), o(3)]),
         }
-        let (t0, t1) = (nt * kb + b, two.then_some(nt * kb + b + 1));
-        match packed {
-            PackedX86::Q8_0(tiles) => kernels::q8_0_tile2_q8(&tiles[t0], t1.map(|t| &tiles[t]), &a0[..mt], &a1[..mt], &mut acc),
-            PackedX86::Q4_1(tiles) => kernels::nibble_tile2_q8(&tiles[t0], t1.map(|t| &tiles[t]), &a0[..mt], &a1[..mt], 0, &mut acc),
-            PackedX86::Q4_0(tiles) => kernels::nibble_tile2_q8(&tiles[t0], t1.map(|t| &tiles[t]), &a0[..mt], &a1[..mt], 8, &mut acc),
-            PackedX86::Q5_0(tiles) => kernels::nibble_tile2_q8(&tiles[t0], t1.map(|t| &tiles[t]), &a0[..mt], &a1[..mt], 16, &mut acc),
-            PackedX86::Q5_1(tiles) => kernels::nibble_tile2_q8(&tiles[t0], t1.map(|t| &tiles[t]), &a0[..mt], &a1[..mt], 0, &mut acc),
-            _ => unreachable!("select_q8_act() gates the dtype"),
-        }
-        b += 2;
     }
-    for (i, row) in acc[..mt].iter().enumerate() {
-        _mm512_storeu_ps(dst_ptr.add((m0 + i) * n + nt * TILE_N), row[0]);
+    let (a, out) = (acts.as_ptr().add(m0 * kb), dst_ptr.add(m0 * n + nt * TILE_N));
+    match packed {
+        PackedX86::Q8_0(t) => run::<_, 128>(&t[nt * kb..][..kb], a, kb, out, n, mt),
+        PackedX86::Q4_0(t) => run::<_, 8>(&t[nt * kb..][..kb], a, kb, out, n, mt),
+        PackedX86::Q4_1(t) => run::<_, 0>(&t[nt * kb..][..kb], a, kb, out, n, mt),
+        PackedX86::Q5_0(t) => run::<_, 16>(&t[nt * kb..][..kb], a, kb, out, n, mt),
+        PackedX86::Q5_1(t) => run::<_, 0>(&t[nt * kb..][..kb], a, kb, out, n, mt),
+        _ => unreachable!("select_q8_act() gates the dtype"),
     }
 }
 
-/// candle-bind's patch: the matmul over Q8_0 or Q4_1 tiles against Q8_0 activations (`select_q8_act`).
+/// candle-bind's patch: the matmul over the tiles that take Q8_0 activations (`select_q8_act`).
 /// A row's result goes through the same operations whichever rows come with it.
 pub(crate) fn matmul_tiles_q8(packed: &PackedX86, acts: &[ActQ8_0], m: usize, k: usize, n: usize, dst: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
