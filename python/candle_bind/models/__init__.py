@@ -21,6 +21,7 @@ __all__ = ["Bert", "ContinuousBatcher", "GGUFCausalLM", "GGUFTokenizer", "from_g
 
 
 def from_gguf(path, device=None) -> GGUFCausalLM:
-    """A quantized GGUF LLM (llama, qwen2, qwen3, phi3, gemma, gemma2, gemma3 architectures) with its
-    KV caches and tokenizer; another architecture raises NotImplementedError naming it."""
+    """A quantized GGUF LLM (llama incl. Mixtral-style experts, qwen2, qwen3, qwen3moe, phi3, gemma,
+    gemma2, gemma3 architectures) with its KV caches and tokenizer; another architecture raises
+    NotImplementedError naming it."""
     return GGUFCausalLM(path, device=device)
