@@ -17,7 +17,6 @@ use candle_core::quantized::QTensor;
 
 use super::moe::Moe;
 use crate::io::gguf::qtensor_from_bytes;
-use crate::pool::for_each;
 use crate::tensor::reduce::softmax_row_f32;
 
 pub struct Config {
@@ -530,13 +529,14 @@ impl Llama {
                            gemm::Parallelism::None);
             }
         };
-        // Decoding one token is a few hundred kFLOP: waking the pool costs more than it saves (and
-        // competes with the quantized matmuls' own spinning workers on few cores).
+        // On the quantized matmuls' own pool, whose workers are spinning between those matmuls
+        // anyway (another pool's would compete with them for the cores); a few hundred kFLOP (one
+        // sequence's decoded token) costs less inline than a dispatch.
         let flops: usize = parts.iter().map(|&(_, _, s, start)| s * (start + s)).sum::<usize>() * d * n_head;
-        if flops < 1 << 20 {
+        if flops < 1 << 19 {
             (0..parts.len() * n_head).for_each(work);
         } else {
-            for_each(parts.len() * n_head, &work);
+            candle_core::utils::barrier_pool().execute_chunked(parts.len() * n_head, |items| items.for_each(&work));
         }
         Tensor::from_vec(out, (rows, n_head * d), &Device::Cpu)
     }
@@ -687,10 +687,40 @@ impl Mlp {
 
     pub(super) fn forward(&self, h: &Tensor, gelu: bool) -> Result<Tensor> {
         let gu = self.gate_up.forward(h)?;
-        let ff = gu.dim(1)? / 2;
+        let (rows, ff) = (gu.dim(0)?, gu.dim(1)? / 2);
+        if let Some(gated) = gated_on_host(&gu, ff, gelu) {
+            return self.down.forward(&Tensor::from_vec(gated, (rows, ff), &Device::Cpu)?);
+        }
         let gate = gu.narrow(1, 0, ff)?;
         let gate = if gelu { gate.gelu()? } else { candle_nn::ops::silu(&gate)? };
         self.down.forward(&(gate * gu.narrow(1, ff, ff)?)?)
+    }
+}
+
+/// act(gate) · up of host f32 rows [gate | up] in one pass (None elsewhere): two elementwise ops and
+/// their temporaries were a tenth of a batched decode step.
+fn gated_on_host(gu: &Tensor, ff: usize, gelu: bool) -> Option<Vec<f32>> {
+    let (storage, layout) = gu.storage_and_layout();
+    let (candle_core::Storage::Cpu(candle_core::CpuStorage::F32(v)), Some((start, end))) = (&*storage, layout.contiguous_offsets()) else {
+        return None;
+    };
+    let mut out = crate::tensor::kernels::uninit_vec::<f32>(gu.elem_count() / 2);
+    if gelu {
+        gate_rows(&v[start..end], ff, &mut out, crate::nn::activation::gelu_tanh32);
+    } else {
+        gate_rows(&v[start..end], ff, &mut out, crate::nn::activation::silu32);
+    }
+    Some(out)
+}
+
+crate::tensor::kernels::multiversion! {
+    fn gate_rows<F>(gu: &[f32], ff: usize, out: &mut [f32], act: F) where [F: Fn(f32) -> f32] {
+        for (o, row) in out.chunks_exact_mut(ff).zip(gu.chunks_exact(2 * ff)) {
+            let (g, u) = row.split_at(ff);
+            for ((o, &g), &u) in o.iter_mut().zip(g).zip(u) {
+                *o = act(g) * u;
+            }
+        }
     }
 }
 

@@ -45,11 +45,11 @@ fn gelu_erf32(x: f32) -> f32 {
     0.5 * x * (1.0 + erf_rational_f32(x * S2))
 }
 #[inline(always)]
-fn gelu_tanh32(x: f32) -> f32 {
+pub(crate) fn gelu_tanh32(x: f32) -> f32 {
     0.5 * x * (1.0 + tanh_f32(K * (x + 0.044715 * x * x * x)))
 }
 #[inline(always)]
-fn silu32(x: f32) -> f32 {
+pub(crate) fn silu32(x: f32) -> f32 {
     x / (1.0 + crate::tensor::kernels::exp_beside_one(-x))
 }
 #[inline(always)]
