@@ -1,6 +1,6 @@
 use super::k_quants::{
-    BlockQ2K, BlockQ3K, BlockQ4K, BlockQ4_0, BlockQ4_1, BlockQ5K, BlockQ6K, BlockQ8K, BlockQ8_0,
-    BlockQ8_1, QK8_0, QK8_1, QK_K,
+    BlockQ2K, BlockQ3K, BlockQ4K, BlockQ4_0, BlockQ4_1, BlockQ5K, BlockQ5_0, BlockQ5_1, BlockQ6K, BlockQ8K,
+    BlockQ8_0, BlockQ8_1, QK8_0, QK8_1, QK_K,
 };
 use byteorder::{ByteOrder, LittleEndian};
 use half::f16;
@@ -67,6 +67,59 @@ pub(crate) fn vec_dot_q4_0_q8_0(n: usize, xs: &[BlockQ4_0], ys: &[BlockQ8_0]) ->
             acc = _mm256_fmadd_ps(d, q, acc);
         }
         hsum_float_8(acc)
+    }
+}
+
+/// candle-bind's patch: 0xFF in byte i where bit i of the 32 bits at `x` is set (ggml's
+/// bytes_from_bits_32).
+///
+/// # Safety
+/// `x` must point to 4 readable bytes.
+#[target_feature(enable = "avx2,fma")]
+unsafe fn bytes_from_bits_32(x: *const u8) -> __m256i {
+    let x32 = unsafe { std::ptr::read_unaligned(x as *const i32) };
+    let shuf = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0);
+    let bytes = _mm256_shuffle_epi8(_mm256_set1_epi32(x32), shuf);
+    let bytes = _mm256_or_si256(bytes, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe));
+    _mm256_cmpeq_epi8(bytes, _mm256_set1_epi64x(-1))
+}
+
+// candle-bind's patch: Q5_0 and Q5_1 against Q8_0 / Q8_1 activations after ggml's AVX2
+// ggml_vec_dot_q5_0_q8_0 / q5_1_q8_1; Candle had only the scalar loops (a tenth of llama.cpp's
+// speed on Q4_K-class files, which fall back to Q5_0 where rows are not whole K blocks).
+#[target_feature(enable = "avx2,fma")]
+pub(crate) fn vec_dot_q5_0_q8_0(n: usize, xs: &[BlockQ5_0], ys: &[BlockQ8_0]) -> f32 {
+    debug_assert!(n.is_multiple_of(QK8_0), "vec_dot_q5_0_q8_0: {n} is not divisible by {QK8_0}");
+    unsafe {
+        let mut acc = _mm256_setzero_ps();
+        for (x, y) in xs.iter().zip(ys.iter()) {
+            let d = _mm256_set1_ps(f16::to_f32(x.d) * f16::to_f32(y.d));
+            // nibble | 0xF0 where the fifth bit is clear: as i8, q - 16
+            let hi = _mm256_andnot_si256(bytes_from_bits_32(x.qh.as_ptr()), _mm256_set1_epi8(0xF0u8 as i8));
+            let bx = _mm256_or_si256(bytes_from_nibbles_32(x.qs.as_ptr()), hi);
+            let by = _mm256_loadu_si256(y.qs.as_ptr() as *const __m256i);
+            acc = _mm256_fmadd_ps(d, mul_sum_i8_pairs_float(bx, by), acc);
+        }
+        hsum_float_8(acc)
+    }
+}
+
+#[target_feature(enable = "avx2,fma")]
+pub(crate) fn vec_dot_q5_1_q8_1(n: usize, xs: &[BlockQ5_1], ys: &[BlockQ8_1]) -> f32 {
+    debug_assert!(n.is_multiple_of(QK8_1), "vec_dot_q5_1_q8_1: {n} is not divisible by {QK8_1}");
+    unsafe {
+        let mut acc = _mm256_setzero_ps();
+        let mut summs = 0f32;
+        for (x, y) in xs.iter().zip(ys.iter()) {
+            let dx = _mm256_set1_ps(f16::to_f32(x.d));
+            summs += f16::to_f32(x.m) * f16::to_f32(y.s);
+            let hi = _mm256_and_si256(bytes_from_bits_32(x.qh.as_ptr()), _mm256_set1_epi8(0x10));
+            let bx = _mm256_or_si256(bytes_from_nibbles_32(x.qs.as_ptr()), hi);
+            let dy = _mm256_set1_ps(f16::to_f32(y.d));
+            let by = _mm256_loadu_si256(y.qs.as_ptr() as *const __m256i);
+            acc = _mm256_fmadd_ps(mul_sum_us8_pairs_float(bx, by), _mm256_mul_ps(dx, dy), acc);
+        }
+        hsum_float_8(acc) + summs
     }
 }
 

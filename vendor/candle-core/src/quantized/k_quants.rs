@@ -499,6 +499,10 @@ impl GgmlType for BlockQ5_0 {
             (n / qk).is_multiple_of(2),
             "vec_dot_q5_0_q8_0: {n}, nb is not divisible by 2"
         );
+        #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+        if quant_dot_level() >= 1 {
+            return unsafe { super::avx::vec_dot_q5_0_q8_0(n, xs, ys) };
+        }
         Self::vec_dot_unopt(n, xs, ys)
     }
 
@@ -595,6 +599,10 @@ impl GgmlType for BlockQ5_1 {
     type VecDotType = BlockQ8_1;
 
     fn vec_dot(n: usize, xs: &[Self], ys: &[Self::VecDotType]) -> f32 {
+        #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+        if quant_dot_level() >= 1 {
+            return unsafe { super::avx::vec_dot_q5_1_q8_1(n, xs, ys) };
+        }
         Self::vec_dot_unopt(n, xs, ys)
     }
 
