@@ -172,7 +172,7 @@ impl Llama {
                 Stacked::new(ts, device)?
             };
             let ffn = if cfg.experts > 0 {
-                Ffn::Moe(Moe::load(ct, r, i, cfg.experts, cfg.experts_used, cfg.expert_norm, device)?)
+                Ffn::Moe(Moe::load(ct, r, i, &cfg, device)?)
             } else {
                 Ffn::Dense(Self::load_mlp(ct, r, i, device)?)
             };

@@ -10,7 +10,7 @@
 use candle_core::quantized::{gguf_file, QMatMul, QTensor};
 use candle_core::{DType, Device, Module, Result, Tensor};
 
-use super::llama::{onto, Mlp, Stacked};
+use super::llama::{onto, Config, Mlp, Stacked};
 use crate::io::gguf::qtensor_from_bytes;
 
 pub struct Moe {
@@ -25,8 +25,9 @@ pub struct Moe {
 impl Moe {
     /// Layer `i`'s experts: stacked `ffn_{gate,up,down}_exps` tensors (expert-major, as llama.cpp's
     /// converter writes them), or one `ffn_{gate,up,down}.{e}` matrix per expert (older Mixtral files).
-    pub fn load<R: std::io::Read + std::io::Seek>(ct: &gguf_file::Content, r: &mut R, i: usize, n_experts: usize,
-                                                  used: usize, norm: bool, device: &Device) -> Result<Self> {
+    pub fn load<R: std::io::Read + std::io::Seek>(ct: &gguf_file::Content, r: &mut R, i: usize, cfg: &Config,
+                                                  device: &Device) -> Result<Self> {
+        let n_experts = cfg.experts;
         let q = |r: &mut R, name: &str| ct.tensor(r, name, &Device::Cpu);
         let router = q(r, &format!("blk.{i}.ffn_gate_inp.weight"))?;
         let width = match router.shape().dims() {
@@ -58,7 +59,7 @@ impl Moe {
             }
             experts.push(Mlp::new(Stacked::new([g, u], device)?, QMatMul::from_qtensor(onto(d, device)?)?));
         }
-        Ok(Moe { router, experts, used, norm })
+        Ok(Moe { router, experts, used: cfg.experts_used, norm: cfg.expert_norm })
     }
 
     /// The block's output (rows, width) for normalised inputs `h` (rows, width).

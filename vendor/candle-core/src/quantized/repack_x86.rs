@@ -83,6 +83,7 @@ impl ActTile for TileQ8_0 {
     fn d(&self) -> &[f16; TILE_N] {
         &self.d
     }
+    /// Unused: Q8_0 weights have an offset, not a minimum.
     fn m(&self) -> &[f16; TILE_N] {
         &self.d
     }
@@ -232,11 +233,6 @@ fn q6k_blocks(storage: &dyn QuantizedType) -> &[BlockQ6K] {
     let data = storage.storage_size_in_bytes();
     let ptr = storage.as_ptr() as *const BlockQ6K;
     unsafe { std::slice::from_raw_parts(ptr, data / std::mem::size_of::<BlockQ6K>()) }
-}
-fn q4_1_blocks(storage: &dyn QuantizedType) -> &[BlockQ4_1] {
-    let data = storage.storage_size_in_bytes();
-    let ptr = storage.as_ptr() as *const BlockQ4_1;
-    unsafe { std::slice::from_raw_parts(ptr, data / std::mem::size_of::<BlockQ4_1>()) }
 }
 fn q8_0_blocks(storage: &dyn QuantizedType) -> &[BlockQ8_0] {
     let data = storage.storage_size_in_bytes();
@@ -390,9 +386,7 @@ pub(crate) fn dequantize_row(packed: &PackedX86, r: usize, k: usize, out: &mut [
                 let tile = &tiles[t * kb + b];
                 let (d, m) = (tile.d[lane].to_f32(), tile.m[lane].to_f32());
                 for (v, y) in ys.iter_mut().enumerate() {
-                    let byte = tile.qs[((v / 8) * TILE_N + lane) * 4 + v % 4];
-                    let q = if v % 8 < 4 { byte & 0xF } else { byte >> 4 };
-                    *y = q as f32 * d + m;
+                    *y = nibble(&tile.qs, lane, v) as f32 * d + m;
                 }
             }
             true
@@ -489,21 +483,21 @@ fn blocks_as<B>(storage: &dyn QuantizedType) -> &[B] {
     unsafe { std::slice::from_raw_parts(storage.as_ptr() as *const B, data / std::mem::size_of::<B>()) }
 }
 
-/// candle-bind's patch: Q4_0 blocks as Q4_1 tiles (the kernel takes the 8 off).
-pub(crate) fn pack_q4_0(storage: &dyn QuantizedType, n: usize, k: usize) -> PackedX86 {
-    let blocks: &[BlockQ4_0] = blocks_as(storage);
+/// candle-bind's patch: Q4_1 / Q4_0 blocks, given as (d, m, qs) by block index (Q4_0: m unused, the
+/// kernel takes the 8 off), as `TileQ4_1`s. Both keep value v in qs[v] (v < 16, low nibble) or
+/// qs[v - 16] (high nibble).
+fn pack_q4(n: usize, k: usize, blk: impl Fn(usize) -> (f16, f16, [u8; QK4_1 / 2])) -> Vec<TileQ4_1> {
     let kb = k / QK4_1;
     let mut out = Vec::with_capacity(n / TILE_N * kb);
     huge_pages(&out);
     for t in 0..n / TILE_N {
         for b in 0..kb {
-            let blk = |r: usize| &blocks[(t * TILE_N + r) * kb + b];
-            // Q4_0 keeps value v in qs[v] (v < 16, low nibble) or qs[v - 16] (high nibble).
-            let qs = pack_nibbles(|r, v| if v < 16 { blk(r).qs[v] & 0xF } else { blk(r).qs[v - 16] >> 4 });
-            out.push(TileQ4_1 { d: std::array::from_fn(|r| blk(r).d), m: [f16::ZERO; TILE_N], qs });
+            let rows: [_; TILE_N] = std::array::from_fn(|r| blk((t * TILE_N + r) * kb + b));
+            let qs = pack_nibbles(|r, v| if v < 16 { rows[r].2[v] & 0xF } else { rows[r].2[v - 16] >> 4 });
+            out.push(TileQ4_1 { d: std::array::from_fn(|r| rows[r].0), m: std::array::from_fn(|r| rows[r].1), qs });
         }
     }
-    PackedX86::Q4_0(out)
+    out
 }
 
 /// candle-bind's patch: Q5_0 / Q5_1 blocks, given as (d, m, qh, qs) by block index, as `TileQ5`s.
@@ -529,33 +523,6 @@ fn pack_q5(n: usize, k: usize, blk: impl Fn(usize) -> (f16, f16, [u8; 4], [u8; Q
         }
     }
     out
-}
-
-pub(crate) fn pack_q4_1(storage: &dyn QuantizedType, n: usize, k: usize) -> PackedX86 {
-    let blocks = q4_1_blocks(storage);
-    let kb = k / QK4_1;
-    let n_tiles = n / TILE_N;
-    let mut out: Vec<TileQ4_1> = Vec::with_capacity(n_tiles * kb);
-    huge_pages(&out);
-    for t in 0..n_tiles {
-        for b in 0..kb {
-            let mut tile = TileQ4_1 { d: [f16::ZERO; TILE_N], m: [f16::ZERO; TILE_N], qs: [0; QK4_1 / 2 * TILE_N] };
-            for r in 0..TILE_N {
-                let blk = &blocks[(t * TILE_N + r) * kb + b];
-                tile.d[r] = blk.d;
-                tile.m[r] = blk.m;
-                // Q4_1 keeps value v in qs[v] (v < 16, low nibble) or qs[v - 16] (high nibble).
-                let q = |v: usize| if v < 16 { blk.qs[v] & 0xF } else { blk.qs[v - 16] >> 4 };
-                for g in 0..4 {
-                    for j in 0..4 {
-                        tile.qs[(g * TILE_N + r) * 4 + j] = q(8 * g + j) | q(8 * g + j + 4) << 4;
-                    }
-                }
-            }
-            out.push(tile);
-        }
-    }
-    PackedX86::Q4_1(out)
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -955,8 +922,14 @@ pub(crate) fn pack(
         D::Q4K => pack_q4k(storage, n, k),
         D::Q6K => pack_q6k(storage, n, k),
         D::Q8_0 => pack_q8_0(storage, n, k),
-        D::Q4_1 => pack_q4_1(storage, n, k),
-        D::Q4_0 => pack_q4_0(storage, n, k),
+        D::Q4_1 => {
+            let blocks: &[BlockQ4_1] = blocks_as(storage);
+            PackedX86::Q4_1(pack_q4(n, k, |i| (blocks[i].d, blocks[i].m, blocks[i].qs)))
+        }
+        D::Q4_0 => {
+            let blocks: &[BlockQ4_0] = blocks_as(storage);
+            PackedX86::Q4_0(pack_q4(n, k, |i| (blocks[i].d, f16::ZERO, blocks[i].qs)))
+        }
         D::Q5_0 => {
             let blocks: &[BlockQ5_0] = blocks_as(storage);
             PackedX86::Q5_0(pack_q5(n, k, |i| (blocks[i].d, f16::ZERO, blocks[i].qh, blocks[i].qs)))
