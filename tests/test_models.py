@@ -266,7 +266,7 @@ def test_bert_as_transformers():
 
 _DEVICE_PATH_SCRIPT = r"""
 import sys, numpy as np, candle_bind as cb
-llm = cb.models.from_gguf(sys.argv[1], device=sys.argv[2])
+llm = cb.models.from_gguf(sys.argv[1], device=sys.argv[2], kv_dtype=cb.float32)
 ids = [3, 1, 4, 1, 5, 9, 2, 6, 5, 3]
 rows = [llm(cb.tensor(ids[:6])).cpu().numpy()]
 for i in range(6, len(ids)):
@@ -451,7 +451,7 @@ def _tiny_qwen2(path, quantize=False):
 
 def _greedy_as_transformers(model, path, quantize):
     torch = pytest.importorskip("torch")
-    llm = cb.models.from_gguf(path)
+    llm = cb.models.from_gguf(path, kv_dtype=cb.float32)  # exact keys and values: the reference is f32
     ids = [3, 1, 4, 1, 5, 9, 2, 6, 5, 3]
     with torch.no_grad():
         ref = model(torch.tensor([ids])).logits[0, -1].numpy()
@@ -597,7 +597,7 @@ def test_files_written_by_llama_cpps_converter(tmp_path, arch, outtype):
     out = tmp_path / f"m-{outtype}.gguf"
     subprocess.run([sys.executable, CONVERTER, str(tmp_path / "hf"), "--outfile", str(out), "--outtype", outtype],
                    env=env, check=True, capture_output=True)
-    llm = cb.models.from_gguf(out)
+    llm = cb.models.from_gguf(out, kv_dtype=cb.float32)
     ids = tok.encode("The history of the city begins with a small settlement on the river")
     with torch.no_grad():
         ref = model(torch.tensor([ids])).logits[0, -1].numpy()
@@ -697,9 +697,10 @@ def test_step_batch_rows_match_single_sequences(tmp_path):
         np.testing.assert_allclose(rows[i], nxt[i], rtol=1e-5, atol=1e-5)
     assert m.cached(10) == 6 and m.cached(11) == 2 and m.cached(20) == 12 and m.cached(99) == 0
     before = m.kv_cache_bytes
-    assert before == 6 * 128 * m.kv_bytes_per_position  # slots 0, 10, 11, 12, 13, 20 at the 128-position context
+    # Slots 0, 10, 11, 12, 13, 20: one 64-position page each (host caches grow by pages).
+    assert before == 6 * m.kv_bytes_for(12) == 6 * 64 * m.kv_bytes_per_position
     m.release(13)
-    assert m.kv_cache_bytes == before - 128 * m.kv_bytes_per_position
+    assert m.kv_cache_bytes == before - 64 * m.kv_bytes_per_position
     for bad, err, match in [([(1, [1], 0), (1, [2], 0)], ValueError, "twice"), ([(10, [1], 9)], ValueError, "past the 6"),
                             ([(10, [], 6)], ValueError, "no tokens"), ([(10, [32], 6)], IndexError, "out of range"),
                             ([], ValueError, "no sequences"), ([(10, [1] * 200, 0)], ValueError, "model holds")]:
@@ -708,6 +709,38 @@ def test_step_batch_rows_match_single_sequences(tmp_path):
     assert m.cached(10) == 6  # a refused step changes nothing
     llm.reset()
     assert m.kv_cache_bytes == 0
+
+
+@pytest.mark.parametrize("window", [None, 40])
+def test_kv_cache_pages_and_precisions(tmp_path, window):
+    """The host KV cache grows by 64-position pages: a 150-token prompt read at once (gemm), in
+    chunks of 5 and token by token (the direct decode kernel, across page boundaries and, with a
+    sliding window, past pages no query sees) gives the same logits, in f16 (the default) and f32;
+    f16 holds half the bytes and stays close to f32."""
+    meta = {"llama.context_length": 256}
+    if window:
+        meta.update({"llama.attention.sliding_window": window, "llama.attention.sliding_window_pattern": 0})
+    path = _tiny_llama(tmp_path / "w.gguf", **meta)  # f32 weights: no 8-bit activations to amplify f16's rounding
+    ids = np.random.default_rng(0).integers(0, 32, 150).tolist()
+    held, last = {}, {}
+    for kv in (cb.float16, cb.float32):
+        m = cb.models.from_gguf(path, kv_dtype=kv)._model
+        whole = m.step(ids, 0).numpy()
+        m.step(ids[:100], 0)
+        for i in range(100, 150, 5):
+            chunk = m.step(ids[i:i + 5], i).numpy()
+        np.testing.assert_allclose(chunk, whole, rtol=1e-4, atol=1e-4)
+        m.step(ids[:100], 0)
+        for i in range(100, 150):
+            one = m.step([ids[i]], i).numpy()
+        np.testing.assert_allclose(one, whole, rtol=1e-4, atol=1e-4)
+        held[kv] = m.kv_cache_bytes
+        assert held[kv] == m.kv_bytes_for(150) == 192 * m.kv_bytes_per_position  # 3 pages
+        last[kv] = whole
+    assert held[cb.float16] * 2 == held[cb.float32]
+    np.testing.assert_allclose(last[cb.float16], last[cb.float32], rtol=2e-3, atol=2e-3 * np.abs(last[cb.float32]).max())
+    with pytest.raises(ValueError, match="kv_dtype"):
+        cb.models.from_gguf(path, kv_dtype=cb.bfloat16)
 
 
 @needs_smollm
@@ -739,13 +772,14 @@ def test_batched_generation_as_single_sequences(llm):
 @needs_smollm
 def test_continuous_batcher_admission_cancel_and_memory(llm):
     llm.reset()
-    per_pos = llm._model.kv_bytes_per_position
-    b = llm.batcher(max_batch=4, kv_cache_limit=2 * 256 * per_pos)
+    per_seq = llm._model.kv_bytes_for(64)  # every prompt and its 8 tokens fit one 64-position page
+    assert all(len(llm.tokenizer.encode(p)) + 8 < 64 for p in PROMPTS)
+    b = llm.batcher(max_batch=4, kv_cache_limit=2 * per_seq)
     ids = [b.add(p, max_new_tokens=8, stop=[]) for p in PROMPTS]
     first = b.step()
-    assert b.live == 2 and b.pending == 3  # memory for two sequences of up to 256 positions
+    assert b.live == 2 and b.pending == 3  # memory for two sequences
     assert sorted(r for r, t, _ in first) == ids[:2]
-    assert b.kv_cache_bytes <= 2 * 256 * per_pos + 256 * llm._model.kv_bytes_per_position
+    assert b.kv_cache_bytes <= 2 * per_seq
     b.cancel(ids[0])
     events = b.step()
     assert (ids[0], None, "cancelled") in events and b.live == 2  # the third joined in its place

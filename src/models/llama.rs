@@ -15,9 +15,9 @@ use candle_core::{DType, Device, Module, Result, Tensor};
 
 use candle_core::quantized::QTensor;
 
+use super::attention::{HostKv, Part, Shape, PAGE};
 use super::moe::Moe;
 use crate::io::gguf::qtensor_from_bytes;
-use crate::tensor::reduce::softmax_row_f32;
 
 pub struct Config {
     pub n_head: usize,
@@ -82,12 +82,11 @@ struct Layer {
 /// One layer's keys and values of one sequence, after RoPE.
 #[derive(Default)]
 struct Kv {
-    /// Laid out [kv head][position][head_dim], `cap` positions each.
-    k: Vec<f32>,
-    v: Vec<f32>,
-    cap: usize,
-    /// The same on a GPU: (kv heads, cap, head_dim) device tensors.
+    /// On the host: f16 pages (`attention.rs`).
+    host: HostKv,
+    /// On a GPU: (kv heads, cap, head_dim) f32 device tensors, `cap` positions allocated.
     dev: Option<(Tensor, Tensor)>,
+    cap: usize,
 }
 
 /// One sequence's KV cache: a slot that a batched step reads and extends.
@@ -117,14 +116,9 @@ pub struct Llama {
     dev: Device,
     /// Whether attention runs as device tensor ops (a GPU, or the generic test mode).
     on_device: bool,
+    /// Host caches in f16 (else f32).
+    kv_half: bool,
 }
-
-/// A raw pointer that worker threads write disjoint parts of.
-#[derive(Clone, Copy)]
-struct OutPtr(*mut f32);
-// SAFETY: every worker writes its own head's columns only.
-unsafe impl Send for OutPtr {}
-unsafe impl Sync for OutPtr {}
 
 impl Llama {
     /// Reads the weights onto `device` (read on the host first: stacked projections are joined there).
@@ -259,7 +253,7 @@ impl Llama {
         if let Some(base) = cfg.rope_base_local {
             rope.push(table(&thetas(base))?);
         }
-        Ok(Llama { cfg, embed, layers, norm, output, rope, caches: Default::default(), dev: device.clone(), on_device })
+        Ok(Llama { cfg, embed, layers, norm, output, rope, caches: Default::default(), dev: device.clone(), on_device, kv_half: true })
     }
 
     /// Layer `i`'s dense MLP: gate and up as two matrices, or stacked into ffn_up (phi3: gate rows first).
@@ -300,6 +294,12 @@ impl Llama {
         self.caches.get(&slot).map_or(0, |c| c.len)
     }
 
+    /// Keeps host KV caches in f16 (`true`, the default) or f32; drops the caches held.
+    pub fn set_kv_half(&mut self, half: bool) {
+        self.caches.clear();
+        self.kv_half = half;
+    }
+
     /// Drops every slot's cache.
     pub fn clear(&mut self) {
         self.caches.clear();
@@ -312,18 +312,23 @@ impl Llama {
 
     /// Bytes the KV caches hold now (host and device).
     pub fn kv_bytes(&self) -> usize {
-        let per_pos = self.cfg.n_kv_head * self.cfg.head_dim * 2 * std::mem::size_of::<f32>();
-        self.caches.values().flat_map(|c| &c.layers).map(|l| l.cap * per_pos).sum()
+        let per_pos = self.kv_bytes_per_position() / self.layers.len().max(1);
+        self.caches.values().flat_map(|c| &c.layers).map(|l| l.host.bytes() + l.cap * per_pos).sum()
     }
 
-    /// Bytes one cached position takes over all layers (keys and values).
+    /// Bytes one cached position takes over all layers (keys and values: f16 or f32 on the host,
+    /// f32 on a GPU).
     pub fn kv_bytes_per_position(&self) -> usize {
-        self.layers.len() * self.cfg.n_kv_head * self.cfg.head_dim * 2 * std::mem::size_of::<f32>()
+        let elem = if self.kv_half && !self.on_device { std::mem::size_of::<half::f16>() } else { std::mem::size_of::<f32>() };
+        self.layers.len() * self.cfg.n_kv_head * self.cfg.head_dim * 2 * elem
     }
 
-    /// Bytes a sequence's cache holds once it has grown to `positions` (its growth steps included).
+    /// Bytes a sequence's cache holds once it has grown to `positions` (whole pages on the host,
+    /// the doubling steps on a GPU).
     pub fn kv_bytes_for(&self, positions: usize) -> usize {
-        cache_cap(positions.max(1), self.cfg.max_pos) * self.kv_bytes_per_position()
+        let positions = positions.max(1);
+        let held = if self.on_device { cache_cap(positions, self.cfg.max_pos) } else { positions.div_ceil(PAGE) * PAGE };
+        held * self.kv_bytes_per_position()
     }
 
     /// Logits (vocab,) of the last of `tokens` placed at positions `start..` of slot 0's cache,
@@ -355,7 +360,11 @@ impl Llama {
         }
         let n_layers = self.layers.len();
         for q in seqs {
-            self.caches.entry(q.slot).or_insert_with(|| Cache { layers: (0..n_layers).map(|_| Kv::default()).collect(), len: 0 });
+            let half = self.kv_half;
+            self.caches.entry(q.slot).or_insert_with(|| Cache {
+                layers: (0..n_layers).map(|_| Kv { host: HostKv::new(half), ..Default::default() }).collect(),
+                len: 0,
+            });
         }
         let tokens: Vec<u32> = seqs.iter().flat_map(|q| q.tokens.iter().copied()).collect();
         let mut x = self.embed.rows(&tokens)?.to_device(&self.dev)?;
@@ -453,91 +462,26 @@ impl Llama {
             self.rope(table, &mut kv[off * nk..(off + s) * nk], n_kv, q.start);
             off += s;
         }
-        let (softcap, scale, max_pos) = (self.cfg.attn_softcap, self.cfg.q_scale, self.cfg.max_pos);
-        // Append each sequence's keys and values to its cache.
+        // Store each sequence's keys and values, then attend over its cache.
         let mut off = 0;
         for q in seqs {
-            let (s, start) = (q.tokens.len(), q.start);
-            let total = start + s;
+            let s = q.tokens.len();
             let l = self.caches.get_mut(&q.slot).map(|c| &mut c.layers[layer])
                 .ok_or_else(|| candle_core::Error::Msg(format!("no cache in slot {}", q.slot)))?;
-            if total > l.cap {
-                // Grow by doubling (up to the rotary table's length), keeping the positions before `start`.
-                let cap = cache_cap(total, max_pos);
-                let (mut nk_, mut nv_) = (vec![0f32; n_kv * cap * d], vec![0f32; n_kv * cap * d]);
-                if l.cap > 0 {
-                    for g in 0..n_kv {
-                        nk_[g * cap * d..][..start * d].copy_from_slice(&l.k[g * l.cap * d..][..start * d]);
-                        nv_[g * cap * d..][..start * d].copy_from_slice(&l.v[g * l.cap * d..][..start * d]);
-                    }
-                }
-                (l.k, l.v, l.cap) = (nk_, nv_, cap);
-            }
-            let cap = l.cap;
-            for i in 0..s {
-                for g in 0..n_kv {
-                    let at = (g * cap + start + i) * d;
-                    l.k[at..at + d].copy_from_slice(&kv[((off + i) * n_kv + g) * d..][..d]);
-                    l.v[at..at + d].copy_from_slice(&vv[((off + i) * n_kv + g) * d..][..d]);
-                }
-            }
+            l.host.write(q.start, &kv[off * nk..(off + s) * nk], &vv[off * nk..(off + s) * nk], n_kv, d);
             off += s;
         }
-        // (sequence's cache, its first row, rows, start) for each sequence.
         let mut parts = Vec::with_capacity(seqs.len());
         let mut off = 0;
         for q in seqs {
             let l = self.caches.get(&q.slot).map(|c| &c.layers[layer])
                 .ok_or_else(|| candle_core::Error::Msg(format!("no cache in slot {}", q.slot)))?;
-            parts.push((l, off, q.tokens.len(), q.start));
+            parts.push(Part { kv: &l.host, row: off, s: q.tokens.len(), start: q.start });
             off += q.tokens.len();
         }
+        let shape = Shape { n_head, n_kv, d, scale: self.cfg.q_scale, softcap: self.cfg.attn_softcap, window };
         let mut out = crate::tensor::kernels::uninit_vec::<f32>(rows * n_head * d);
-        let op = OutPtr(out.as_mut_ptr());
-        let group = n_head / n_kv;
-        let (qv, parts) = (&qv, &parts);
-        // One work item per (sequence, query head).
-        let work = move |item: usize| {
-            let op = op;
-            let (p, h) = (item / n_head, item % n_head);
-            let (l, off, s, start) = parts[p];
-            let (total, cap, g) = (start + s, l.cap, h / group);
-            let (kh, vh) = (&l.k[g * cap * d..][..total * d], &l.v[g * cap * d..][..total * d]);
-            let mut scores = crate::tensor::kernels::uninit_vec::<f32>(s * total);
-            let mut probs = crate::tensor::kernels::uninit_vec::<f32>(s * total);
-            // SAFETY: q rows of head h are (s, d) at row stride heads·d from row `off`; keys
-            // (d, total) read as kᵀ; `scores` holds s·total.
-            unsafe {
-                gemm::gemm(s, total, d, scores.as_mut_ptr(), 1, total as isize, false, qv[(off * n_head + h) * d..].as_ptr(), 1,
-                           (n_head * d) as isize, kh.as_ptr(), d as isize, 1, 0.0, scale, false, false, false,
-                           gemm::Parallelism::None);
-            }
-            for (i, (row, p)) in scores.chunks_exact_mut(total).zip(probs.chunks_exact_mut(total)).enumerate() {
-                if let Some(c) = softcap {
-                    row.iter_mut().for_each(|x| *x = c * (*x / c).tanh());
-                }
-                row[start + i + 1..].fill(f32::NEG_INFINITY); // query start+i sees keys 0..=start+i
-                if let Some(w) = window {
-                    row[..(start + i + 1).saturating_sub(w)].fill(f32::NEG_INFINITY); // and only the last w
-                }
-                softmax_row_f32(&*row, p, false);
-            }
-            // SAFETY: (sequence, head) writes its own d columns of its own rows (row stride heads·d).
-            unsafe {
-                gemm::gemm(s, d, total, op.0.add((off * n_head + h) * d), 1, (n_head * d) as isize, false, probs.as_ptr(), 1,
-                           total as isize, vh.as_ptr(), 1, d as isize, 0.0, 1.0, false, false, false,
-                           gemm::Parallelism::None);
-            }
-        };
-        // On the quantized matmuls' own pool, whose workers are spinning between those matmuls
-        // anyway (another pool's would compete with them for the cores); a few hundred kFLOP (one
-        // sequence's decoded token) costs less inline than a dispatch.
-        let flops: usize = parts.iter().map(|&(_, _, s, start)| s * (start + s)).sum::<usize>() * d * n_head;
-        if flops < 1 << 19 {
-            (0..parts.len() * n_head).for_each(work);
-        } else {
-            candle_core::utils::barrier_pool().execute_chunked(parts.len() * n_head, |items| items.for_each(&work));
-        }
+        super::attention::attend(&shape, &qv, &parts, &mut out);
         Tensor::from_vec(out, (rows, n_head * d), &Device::Cpu)
     }
 

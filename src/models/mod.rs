@@ -20,6 +20,7 @@ use crate::error::{shape_err, value_err, IntoPyResult};
 use crate::io::gguf::{parse, TensorSpan};
 use crate::tensor::PyTensor;
 
+mod attention;
 mod llama;
 mod moe;
 use llama::{Config, Llama, Seq};
@@ -226,9 +227,15 @@ impl PyGgufLlama {
 #[pymethods]
 impl PyGgufLlama {
     #[new]
-    #[pyo3(signature = (path, device=None))]
-    fn new(py: Python<'_>, path: std::path::PathBuf, device: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+    #[pyo3(signature = (path, device=None, kv_dtype=None))]
+    fn new(py: Python<'_>, path: std::path::PathBuf, device: Option<&Bound<'_, PyAny>>, kv_dtype: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
         let device = crate::device::opt_device(device)?;
+        // The host KV caches' element type: float16 (llama.cpp's default) or float32.
+        let kv_half = match crate::dtype::opt_dtype(kv_dtype)? {
+            None | Some(DType::F16) => true,
+            Some(DType::F32) => false,
+            Some(d) => return Err(value_err(format!("kv_dtype must be float16 or float32, not {}", d.name()))),
+        };
         let f = std::fs::File::open(&path)?;
         // SAFETY: read-only map; the file must not be truncated while we read it.
         let map = unsafe { memmap2::Mmap::map(&f)? };
@@ -251,7 +258,9 @@ impl PyGgufLlama {
             guarded("loading the GGUF model", || {
                 let mut file = std::io::BufReader::new(f);
                 let content = gguf_file::Content::read(&mut file)?;
-                Llama::load(&content, &mut file, cfg, n_layers, &device)
+                let mut m = Llama::load(&content, &mut file, cfg, n_layers, &device)?;
+                m.set_kv_half(kv_half);
+                Ok(m)
             })
         })?;
         Ok(PyGgufLlama { model: Mutex::new(model), metadata: meta.unbind(), vocab_size })

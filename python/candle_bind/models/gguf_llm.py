@@ -29,12 +29,15 @@ class GGUFCausalLM:
     """A GGUF causal LM: `llm(input_ids, start_pos=0)` gives the last position's logits,
     `generate`/`stream` produce tokens, `tokenizer` encodes and decodes text."""
 
-    def __init__(self, path, device=None):
+    def __init__(self, path, device=None, kv_dtype=None):
         # device: "cpu" (default) or "cuda[:n]" (a CUDA build): the weights stay in the file's
         # quantization there, the KV cache lives on the device, logits come back as device tensors.
+        # kv_dtype: the CPU's KV cache elements, float16 (default, as llama.cpp) or float32 (exact
+        # keys and values at twice the memory); a GPU's cache is float32.
         self.path = os.fspath(path)
         self.device = _C.device(str(device)) if device is not None else _C.device("cpu")
-        self._model = _C.GgufLlama(self.path, self.device)
+        self.kv_dtype = kv_dtype
+        self._model = _C.GgufLlama(self.path, self.device, kv_dtype)
         self.metadata = self._model.metadata
         self.architecture: str = self.metadata.get("general.architecture", "")
         self.vocab_size: int = self._model.vocab_size
@@ -46,7 +49,7 @@ class GGUFCausalLM:
     def __reduce__(self):
         # Pickles as its path (Ray and multiprocessing ship models this way): the file is read again there,
         # with a fresh KV cache.
-        return (GGUFCausalLM, (self.path, str(self.device)))
+        return (GGUFCausalLM, (self.path, str(self.device), self.kv_dtype))
 
     @property
     def tokenizer(self) -> GGUFTokenizer:

@@ -1,0 +1,420 @@
+//! Attention on the host over a paged f16 KV cache: each sequence's keys and values of a layer
+//! live in pages of `PAGE` positions that are added as it grows and dropped as it rewinds or ends,
+//! so a cache holds at most `PAGE - 1` positions it does not use and is never copied to grow. Half
+//! precision (the default, as llama.cpp's) halves the cache; f32 (`kv_dtype=float32`) keeps keys
+//! and values exact. Queries, scores and sums are f32 either way.
+//!
+//! A decoded token (a few query rows) is a matrix-vector product per head, where a general gemm
+//! spends more time on packing and edges than on the products: there an AVX-512 kernel reads the
+//! f16 page directly, all query heads that share a key/value head at once (each key read once
+//! for the group), keys stored transposed so that one vector holds 16 positions' values of one
+//! dimension (no horizontal sums). Prompts (many query rows) convert the pages to f32 and go
+//! through gemm.
+
+use half::f16;
+use half::slice::HalfFloatSliceExt;
+
+use crate::tensor::kernels::uninit_vec;
+use crate::tensor::reduce::softmax_row_f32;
+
+/// Positions per page.
+pub(super) const PAGE: usize = 64;
+
+/// Query rows per sequence up to which the direct kernel runs (above: gemm).
+const DIRECT_ROWS: usize = 8;
+
+/// A cache element: f16 or f32.
+pub(super) trait Elem: Copy + Send + Sync + 'static {
+    const ZERO: Self;
+    /// `dst` = `src` in this type (f16: clamped to its finite range rather than stored as
+    /// infinities, which would turn a zero probability times a value into NaN).
+    fn store(src: &[f32], dst: &mut [Self]);
+    fn load(src: &[Self], dst: &mut [f32]);
+    /// 16 values at `p` as f32 lanes.
+    ///
+    /// # Safety
+    /// AVX-512F is available and `p` points at 16 readable values.
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn lanes(p: *const Self) -> std::arch::x86_64::__m512;
+}
+
+impl Elem for f16 {
+    const ZERO: Self = f16::ZERO;
+    fn store(src: &[f32], dst: &mut [Self]) {
+        const MAX: f32 = 65504.0;
+        let clamped: Vec<f32> = src.iter().map(|x| x.clamp(-MAX, MAX)).collect();
+        dst.convert_from_f32_slice(&clamped);
+    }
+    fn load(src: &[Self], dst: &mut [f32]) {
+        src.convert_to_f32_slice(dst);
+    }
+    #[cfg(target_arch = "x86_64")]
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn lanes(p: *const Self) -> std::arch::x86_64::__m512 {
+        use std::arch::x86_64::*;
+        _mm512_cvtph_ps(_mm256_loadu_si256(p as *const __m256i))
+    }
+}
+
+impl Elem for f32 {
+    const ZERO: Self = 0.0;
+    fn store(src: &[f32], dst: &mut [Self]) {
+        dst.copy_from_slice(src);
+    }
+    fn load(src: &[Self], dst: &mut [f32]) {
+        dst.copy_from_slice(src);
+    }
+    #[cfg(target_arch = "x86_64")]
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn lanes(p: *const Self) -> std::arch::x86_64::__m512 {
+        std::arch::x86_64::_mm512_loadu_ps(p)
+    }
+}
+
+/// One page: keys [kv head][head_dim][PAGE] (transposed), values [kv head][PAGE][head_dim].
+pub(super) struct Page<E> {
+    k: Box<[E]>,
+    v: Box<[E]>,
+}
+
+/// One layer's keys and values of one sequence, after RoPE, in its element type.
+pub(super) enum HostKv {
+    Half(Vec<Page<f16>>),
+    Single(Vec<Page<f32>>),
+}
+
+impl Default for HostKv {
+    fn default() -> Self {
+        HostKv::Half(Vec::new())
+    }
+}
+
+impl HostKv {
+    pub(super) fn new(half: bool) -> Self {
+        if half { HostKv::Half(Vec::new()) } else { HostKv::Single(Vec::new()) }
+    }
+
+    /// Bytes held.
+    pub(super) fn bytes(&self) -> usize {
+        match self {
+            HostKv::Half(p) => p.iter().map(|p| (p.k.len() + p.v.len()) * 2).sum(),
+            HostKv::Single(p) => p.iter().map(|p| (p.k.len() + p.v.len()) * 4).sum(),
+        }
+    }
+
+    /// Stores rows `k`, `v` ((n, kv heads · d) each) at positions `at..at + n`, keeping `0..at`
+    /// and dropping anything held past `at + n`.
+    pub(super) fn write(&mut self, at: usize, k: &[f32], v: &[f32], n_kv: usize, d: usize) {
+        match self {
+            HostKv::Half(p) => write(p, at, k, v, n_kv, d),
+            HostKv::Single(p) => write(p, at, k, v, n_kv, d),
+        }
+    }
+}
+
+fn write<E: Elem>(pages: &mut Vec<Page<E>>, at: usize, k: &[f32], v: &[f32], n_kv: usize, d: usize) {
+    let width = n_kv * d;
+    let total = at + k.len() / width;
+    let n = total.div_ceil(PAGE);
+    pages.truncate(n);
+    while pages.len() < n {
+        let zeros = || vec![E::ZERO; width * PAGE].into_boxed_slice();
+        pages.push(Page { k: zeros(), v: zeros() });
+    }
+    let mut row = vec![E::ZERO; d];
+    for (i, (kr, vr)) in k.chunks_exact(width).zip(v.chunks_exact(width)).enumerate() {
+        let (page, o) = (&mut pages[(at + i) / PAGE], (at + i) % PAGE);
+        for g in 0..n_kv {
+            E::store(&kr[g * d..][..d], &mut row);
+            for (j, x) in row.iter().enumerate() {
+                page.k[(g * d + j) * PAGE + o] = *x;
+            }
+            E::store(&vr[g * d..][..d], &mut page.v[(g * PAGE + o) * d..][..d]);
+        }
+    }
+}
+
+/// Key/value head `g`'s keys of the first `n` pages as f32 [d][n · PAGE] and values
+/// [n · PAGE][d] (gemm's inputs).
+fn to_f32<E: Elem>(pages: &[Page<E>], g: usize, d: usize, n: usize) -> (Vec<f32>, Vec<f32>) {
+    let w = n * PAGE;
+    let (mut kt, mut v) = (uninit_vec::<f32>(d * w), uninit_vec::<f32>(w * d));
+    for (p, page) in pages[..n].iter().enumerate() {
+        for j in 0..d {
+            E::load(&page.k[(g * d + j) * PAGE..][..PAGE], &mut kt[j * w + p * PAGE..][..PAGE]);
+        }
+        E::load(&page.v[g * PAGE * d..][..PAGE * d], &mut v[p * PAGE * d..][..PAGE * d]);
+    }
+    (kt, v)
+}
+
+/// The attention's shape and scoring rules.
+pub(super) struct Shape {
+    pub n_head: usize,
+    pub n_kv: usize,
+    pub d: usize,
+    pub scale: f32,
+    /// Scores squashed as c·tanh(x / c) (gemma2).
+    pub softcap: Option<f32>,
+    /// A query sees only the last `window` keys (sliding-window layers).
+    pub window: Option<usize>,
+}
+
+/// One sequence's part of a step: its `s` query rows start at row `row` of the step's queries and
+/// sit at positions `start..start + s`, whose keys and values `kv` already holds.
+pub(super) struct Part<'a> {
+    pub kv: &'a HostKv,
+    pub row: usize,
+    pub s: usize,
+    pub start: usize,
+}
+
+/// A raw pointer that worker threads write disjoint parts of.
+#[derive(Clone, Copy)]
+struct OutPtr(*mut f32);
+// SAFETY: every work item writes its own (rows, heads) columns only.
+unsafe impl Send for OutPtr {}
+unsafe impl Sync for OutPtr {}
+
+/// Causal attention of `q` ((rows, heads · d), rotated) over each part's cache: `out` (rows, heads · d).
+pub(super) fn attend(sh: &Shape, q: &[f32], parts: &[Part], out: &mut [f32]) {
+    let (n_head, n_kv, d) = (sh.n_head, sh.n_kv, sh.d);
+    let group = n_head / n_kv;
+    let direct = direct_kernels() && d % 16 == 0;
+    // Work items: (part, kv head) for the direct kernel (its query heads share each key read),
+    // (part, query head) for gemm (more items for the cores; the conversion is cheap beside it).
+    let per = |p: &Part| if direct && p.s <= DIRECT_ROWS { n_kv } else { n_head };
+    let items: Vec<(usize, usize)> = parts.iter().enumerate().flat_map(|(i, p)| (0..per(p)).map(move |h| (i, h))).collect();
+    let op = OutPtr(out.as_mut_ptr());
+    let work = move |item: usize| {
+        let op = op;
+        let (i, h) = items[item];
+        let p = &parts[i];
+        if direct && p.s <= DIRECT_ROWS {
+            // SAFETY: AVX-512 was checked (`direct_kernels`); the item writes only the columns of
+            // kv head h's query heads in its part's rows.
+            unsafe {
+                match p.kv {
+                    HostKv::Half(pages) => direct_group(sh, q, p, pages, h, group, op.0),
+                    HostKv::Single(pages) => direct_group(sh, q, p, pages, h, group, op.0),
+                }
+            }
+        } else {
+            // SAFETY: the item writes only head h's columns of its part's rows.
+            unsafe {
+                match p.kv {
+                    HostKv::Half(pages) => gemm_head(sh, q, p, pages, h, h / group, op.0),
+                    HostKv::Single(pages) => gemm_head(sh, q, p, pages, h, h / group, op.0),
+                }
+            }
+        }
+    };
+    let flops: usize = parts.iter().map(|p| p.s * (p.start + p.s)).sum::<usize>() * d * n_head;
+    // On the quantized matmuls' own pool, whose workers are spinning between those matmuls anyway
+    // (another pool's would compete with them for the cores); a few hundred kFLOP (one sequence's
+    // decoded token) costs less inline than a dispatch.
+    let n = parts.iter().map(per).sum::<usize>();
+    if flops < 1 << 19 {
+        (0..n).for_each(work);
+    } else {
+        candle_core::utils::barrier_pool().execute_chunked(n, |items| items.for_each(&work));
+    }
+}
+
+/// The direct kernels run: AVX-512 on x86 (not capped lower by `CANDLE_BIND_ISA`).
+fn direct_kernels() -> bool {
+    cfg!(target_arch = "x86_64") && crate::isa::level() == crate::isa::Level::Avx512
+}
+
+/// Positions query row i (at start + i) sees: lo..=start + i.
+fn seen(sh: &Shape, start: usize, i: usize) -> (usize, usize) {
+    let hi = start + i;
+    (sh.window.map_or(0, |w| (hi + 1).saturating_sub(w)), hi)
+}
+
+/// Masks `row` (scores of keys 0..row.len()) outside lo..=hi, squashes it, softmax into `probs`.
+fn scores_to_probs(sh: &Shape, row: &mut [f32], probs: &mut [f32], lo: usize, hi: usize) {
+    if let Some(c) = sh.softcap {
+        row.iter_mut().for_each(|x| *x = c * (*x / c).tanh());
+    }
+    row[hi + 1..].fill(f32::NEG_INFINITY);
+    row[..lo].fill(f32::NEG_INFINITY);
+    softmax_row_f32(&*row, probs, false);
+}
+
+/// Query head `h` of part `p` (kv head `g`) by gemm over the pages converted to f32.
+///
+/// # Safety
+/// `out` points at the step's (rows, heads · d) output, and no other thread writes head h's
+/// columns of p's rows.
+unsafe fn gemm_head<E: Elem>(sh: &Shape, q: &[f32], p: &Part, pages_: &[Page<E>], h: usize, g: usize, out: *mut f32) {
+    let (n_head, d, s) = (sh.n_head, sh.d, p.s);
+    let total = p.start + s;
+    let pages = total.div_ceil(PAGE);
+    let (kt, v) = to_f32(pages_, g, d, pages);
+    let w = pages * PAGE;
+    let mut scores = uninit_vec::<f32>(s * total);
+    let mut probs = uninit_vec::<f32>(s * total);
+    // q rows of head h are (s, d) at row stride heads·d; keys (d, total) at row stride w.
+    gemm::gemm(s, total, d, scores.as_mut_ptr(), 1, total as isize, false, q[(p.row * n_head + h) * d..].as_ptr(), 1,
+               (n_head * d) as isize, kt.as_ptr(), 1, w as isize, 0.0, sh.scale, false, false, false,
+               gemm::Parallelism::None);
+    for (i, (row, pr)) in scores.chunks_exact_mut(total).zip(probs.chunks_exact_mut(total)).enumerate() {
+        let (lo, hi) = seen(sh, p.start, i);
+        scores_to_probs(sh, row, pr, lo, hi);
+    }
+    gemm::gemm(s, d, total, out.add((p.row * n_head + h) * d), 1, (n_head * d) as isize, false, probs.as_ptr(), 1,
+               total as isize, v.as_ptr(), 1, d as isize, 0.0, 1.0, false, false, false, gemm::Parallelism::None);
+}
+
+/// `direct_group_x86` where it exists (`direct_kernels` is false elsewhere).
+///
+/// # Safety
+/// As `direct_group_x86`.
+unsafe fn direct_group<E: Elem>(sh: &Shape, q: &[f32], p: &Part, pages: &[Page<E>], g: usize, group: usize, out: *mut f32) {
+    #[cfg(target_arch = "x86_64")]
+    direct_group_x86(sh, q, p, pages, g, group, out);
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (sh, q, p, pages, g, group, out);
+}
+
+/// The query heads g·group.. of part `p` (all its rows) against kv head `g`, read from the f16 pages.
+///
+/// # Safety
+/// AVX-512F is available, `sh.d % 16 == 0`, and no other thread writes these heads' columns of
+/// p's rows in `out` ((rows, heads · d)).
+#[cfg(target_arch = "x86_64")]
+unsafe fn direct_group_x86<E: Elem>(sh: &Shape, q: &[f32], p: &Part, kv: &[Page<E>], g: usize, group: usize, out: *mut f32) {
+    let (n_head, d, s) = (sh.n_head, sh.d, p.s);
+    let total = p.start + s;
+    let pages = total.div_ceil(PAGE);
+    // Query vectors (row i, head g·group + j), scaled, and where each one's output goes.
+    let nq = s * group;
+    let mut qs = uninit_vec::<f32>(nq * d);
+    let mut dst = Vec::with_capacity(nq);
+    let mut seen_by = Vec::with_capacity(nq);
+    for i in 0..s {
+        for j in 0..group {
+            let h = g * group + j;
+            let at = (p.row + i) * n_head * d + h * d;
+            qs[dst.len() * d..][..d].iter_mut().zip(&q[at..at + d]).for_each(|(o, x)| *o = x * sh.scale);
+            dst.push(out.add(at));
+            seen_by.push(seen(sh, p.start, i));
+        }
+    }
+    // Pages no query sees (below the window) are skipped.
+    let first = seen_by.iter().map(|x| x.0).min().unwrap_or(0) / PAGE;
+    let w = (pages - first) * PAGE;
+    let base = first * PAGE;
+    let mut scores = uninit_vec::<f32>(nq * w);
+    let mut probs = uninit_vec::<f32>(nq * w);
+    let sbase = scores.as_mut_ptr();
+    for c in (0..nq).step_by(4) {
+        let qn = (nq - c).min(4);
+        for pi in first..pages {
+            let kt = kv[pi].k[g * d * PAGE..].as_ptr();
+            let o = (pi - first) * PAGE;
+            let qp = |j: usize| qs.as_ptr().add((c + j) * d);
+            let sp = |j: usize| sbase.add((c + j) * w + o);
+            match qn {
+                1 => scores_page::<E, 1>([qp(0)], kt, d, [sp(0)]),
+                2 => scores_page::<E, 2>([qp(0), qp(1)], kt, d, [sp(0), sp(1)]),
+                3 => scores_page::<E, 3>([qp(0), qp(1), qp(2)], kt, d, [sp(0), sp(1), sp(2)]),
+                _ => scores_page::<E, 4>([qp(0), qp(1), qp(2), qp(3)], kt, d, [sp(0), sp(1), sp(2), sp(3)]),
+            }
+        }
+    }
+    for (j, (row, pr)) in scores.chunks_exact_mut(w).zip(probs.chunks_exact_mut(w)).enumerate() {
+        let (lo, hi) = seen_by[j];
+        scores_to_probs(sh, row, pr, lo - base, hi - base);
+    }
+    for &o in &dst {
+        std::ptr::write_bytes(o, 0, d);
+    }
+    // Positions past the last query's are zero-weighted for every query: not read.
+    let end = p.start + s;
+    for c in (0..nq).step_by(4) {
+        let qn = (nq - c).min(4);
+        for pi in first..pages {
+            let n = (end - pi * PAGE).min(PAGE);
+            let v = kv[pi].v[g * PAGE * d..].as_ptr();
+            let o = (pi - first) * PAGE;
+            let pp = |j: usize| probs.as_ptr().add((c + j) * w + o);
+            match qn {
+                1 => pv_page::<E, 1>([pp(0)], v, n, d, [dst[c]]),
+                2 => pv_page::<E, 2>([pp(0), pp(1)], v, n, d, [dst[c], dst[c + 1]]),
+                3 => pv_page::<E, 3>([pp(0), pp(1), pp(2)], v, n, d, [dst[c], dst[c + 1], dst[c + 2]]),
+                _ => pv_page::<E, 4>([pp(0), pp(1), pp(2), pp(3)], v, n, d, [dst[c], dst[c + 1], dst[c + 2], dst[c + 3]]),
+            }
+        }
+    }
+}
+
+/// Scores of `Q` query vectors (d each) against one page's keys (kt: [d][PAGE] f16): PAGE each.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn scores_page<E: Elem, const Q: usize>(qs: [*const f32; Q], kt: *const E, d: usize, out: [*mut f32; Q]) {
+    use std::arch::x86_64::*;
+    let mut acc = [[_mm512_setzero_ps(); 4]; Q];
+    for k in 0..d {
+        let row = kt.add(k * PAGE);
+        let keys = [0, 1, 2, 3].map(|c| E::lanes(row.add(c * 16)));
+        for j in 0..Q {
+            let b = _mm512_set1_ps(*qs[j].add(k));
+            for c in 0..4 {
+                acc[j][c] = _mm512_fmadd_ps(b, keys[c], acc[j][c]);
+            }
+        }
+    }
+    for j in 0..Q {
+        for c in 0..4 {
+            _mm512_storeu_ps(out[j].add(c * 16), acc[j][c]);
+        }
+    }
+}
+
+/// `out[j] += probs[j][t] · v[t]` for the first `n` positions of one page (v: [PAGE][d] f16), in
+/// stripes of 64 dimensions (the accumulators stay in registers).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn pv_page<E: Elem, const Q: usize>(probs: [*const f32; Q], v: *const E, n: usize, d: usize, out: [*mut f32; Q]) {
+    let mut at = 0;
+    while at < d {
+        match (d - at) / 16 {
+            1 => pv_stripe::<E, Q, 1>(probs, v.add(at), n, d, out.map(|o| o.add(at))),
+            2 => pv_stripe::<E, Q, 2>(probs, v.add(at), n, d, out.map(|o| o.add(at))),
+            3 => pv_stripe::<E, Q, 3>(probs, v.add(at), n, d, out.map(|o| o.add(at))),
+            _ => pv_stripe::<E, Q, 4>(probs, v.add(at), n, d, out.map(|o| o.add(at))),
+        }
+        at += 64;
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn pv_stripe<E: Elem, const Q: usize, const V: usize>(probs: [*const f32; Q], v: *const E, n: usize, d: usize, out: [*mut f32; Q]) {
+    use std::arch::x86_64::*;
+    let mut acc = [[_mm512_setzero_ps(); V]; Q];
+    for j in 0..Q {
+        for c in 0..V {
+            acc[j][c] = _mm512_loadu_ps(out[j].add(c * 16));
+        }
+    }
+    for t in 0..n {
+        let row = v.add(t * d);
+        let vals: [__m512; V] = std::array::from_fn(|c| E::lanes(row.add(c * 16)));
+        for j in 0..Q {
+            let b = _mm512_set1_ps(*probs[j].add(t));
+            for c in 0..V {
+                acc[j][c] = _mm512_fmadd_ps(b, vals[c], acc[j][c]);
+            }
+        }
+    }
+    for j in 0..Q {
+        for c in 0..V {
+            _mm512_storeu_ps(out[j].add(c * 16), acc[j][c]);
+        }
+    }
+}
