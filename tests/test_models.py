@@ -317,7 +317,7 @@ def _hf_to_gguf(model, arch, path, quantize=False):
     head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // heads
 
     def permute(w, n):
-        if arch != "llama":
+        if arch not in ("llama", "granite"):
             return w
         return w.reshape(n, 2, w.shape[0] // n // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
 
@@ -390,8 +390,11 @@ def _hf_to_gguf(model, arch, path, quantize=False):
             f"{arch}.attention.key_length": head_dim, f"{arch}.attention.value_length": head_dim,
             f"{arch}.attention.layer_norm_rms_epsilon": float(cfg.rms_norm_eps), f"{arch}.rope.freq_base": theta,
             f"{arch}.context_length": cfg.max_position_embeddings}
-    if arch in ("llama", "phi3"):
+    if arch in ("llama", "phi3", "granite"):
         meta[f"{arch}.rope.dimension_count"] = head_dim
+    if arch == "granite":  # convert_hf_to_gguf.py's GraniteModel
+        meta.update({"granite.attention.scale": cfg.attention_multiplier, "granite.embedding_scale": cfg.embedding_multiplier,
+                     "granite.residual_scale": cfg.residual_multiplier, "granite.logit_scale": cfg.logits_scaling})
     if arch == "gemma2":
         meta.update({"gemma2.attn_logit_softcapping": float(cfg.attn_logit_softcapping),
                      "gemma2.final_logit_softcapping": float(cfg.final_logit_softcapping)})
@@ -427,12 +430,14 @@ def _tiny_hf(family, **over):
             common.update(num_hidden_layers=6)  # five sliding layers, then a global one
     if family == "mixtral":
         common.update(num_local_experts=4, num_experts_per_tok=2)
+    if family == "granite":  # Granite 3's multipliers
+        common.update(embedding_multiplier=12.0, residual_multiplier=0.22, attention_multiplier=0.0625, logits_scaling=8.0)
     if family == "qwen3moe":  # norm_topk_prob: as Qwen3-MoE checkpoints set it (and llama.cpp runs it)
         common.update(num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32, head_dim=16, norm_topk_prob=True)
     cfg = getattr(transformers, {"qwen2": "Qwen2Config", "qwen3": "Qwen3Config", "llama": "LlamaConfig",
                                  "phi3": "Phi3Config", "gemma": "GemmaConfig", "gemma2": "Gemma2Config",
                                  "gemma3": "Gemma3TextConfig", "mixtral": "MixtralConfig", "qwen3moe": "Qwen3MoeConfig",
-                                 "mistral": "MistralConfig"}[family])(**common)
+                                 "mistral": "MistralConfig", "granite": "GraniteConfig"}[family])(**common)
     model = transformers.AutoModelForCausalLM.from_config(cfg).eval()
     with torch.no_grad():
         for name, p in model.named_parameters():
@@ -466,15 +471,16 @@ def _greedy_as_transformers(model, path, quantize):
 
 
 @pytest.mark.parametrize("quantize", [False, True])
-@pytest.mark.parametrize("arch", ["qwen3", "llama3", "phi3", "phi3-longrope", "gemma", "gemma2", "gemma3"])
+@pytest.mark.parametrize("arch", ["qwen3", "llama3", "phi3", "phi3-longrope", "gemma", "gemma2", "gemma3", "granite"])
 def test_more_architectures_match_transformers(tmp_path, arch, quantize):
     """qwen3 (q/k head norms, a head dim of its own, NEOX rotary), Llama 3's scaled rotary
     frequencies (rope_freqs), phi3 (stacked qkv and gate/up; LongRoPE's short factors and attention
     factor) and the gemma family (scaled embeddings, GELU, (1 + w) norms; gemma2's post-norms,
     soft-capped scores and logits and sliding-window layers; gemma3's q/k norms and the sliding
-    layers' own rotary base), with windows of 4 keys shorter than the 10-token prompt, against
+    layers' own rotary base), with windows of 4 keys shorter than the 10-token prompt, and granite
+    (llama with multipliers on the embeddings, scores, residual adds and logits), against
     transformers with the same weights."""
-    if arch.startswith("gemma"):
+    if arch.startswith("gemma") or arch == "granite":
         model = _tiny_hf(arch)
         llm = _greedy_as_transformers(model, _hf_to_gguf(model, arch, tmp_path / "m.gguf", quantize), quantize)
         assert llm.architecture == arch
@@ -570,7 +576,7 @@ CONVERTER = os.environ.get("CANDLE_BIND_LLAMA_CPP_CONVERTER")
 
 @pytest.mark.skipif(not CONVERTER, reason="CANDLE_BIND_LLAMA_CPP_CONVERTER (llama.cpp's convert_hf_to_gguf.py) not set")
 @pytest.mark.parametrize("outtype", ["f32", "q8_0"])
-@pytest.mark.parametrize("arch", ["llama3", "qwen3", "qwen3moe", "mixtral"])
+@pytest.mark.parametrize("arch", ["llama3", "qwen3", "qwen3moe", "mixtral", "granite"])
 def test_files_written_by_llama_cpps_converter(tmp_path, arch, outtype):
     """Tiny transformers models of each architecture with SmolLM2's byte-level tokenizer, saved and
     converted by llama.cpp's convert_hf_to_gguf.py, against the same transformers model: first-step

@@ -34,6 +34,9 @@ pub struct Config {
     /// Gemma's family: embeddings times sqrt(width), GELU (tanh) gating instead of SiLU.
     pub embed_scale: f32,
     pub gelu: bool,
+    /// Granite's multipliers: each block's output before its residual add, and the logits' divisor.
+    pub residual_scale: f32,
+    pub logit_scale: f32,
     /// Scores (and final logits) squashed as c·tanh(x / c) (gemma2).
     pub attn_softcap: Option<f32>,
     pub final_softcap: Option<f32>,
@@ -384,7 +387,7 @@ impl Llama {
             if let Some(n) = &l.post_attn_norm {
                 a = candle_nn::ops::rms_norm(&a, n, eps)?;
             }
-            x = (x + a)?;
+            x = (x + self.scaled(a)?)?;
             let h = candle_nn::ops::rms_norm(&x, &l.ffn_norm, eps)?;
             let mut f = match &l.ffn {
                 Ffn::Dense(m) => m.forward(&h, self.cfg.gelu)?,
@@ -393,7 +396,7 @@ impl Llama {
             if let Some(n) = &l.post_ffn_norm {
                 f = candle_nn::ops::rms_norm(&f, n, eps)?;
             }
-            x = (x + f)?;
+            x = (x + self.scaled(f)?)?;
         }
         // Each sequence's last row.
         let mut last = Vec::with_capacity(seqs.len());
@@ -410,11 +413,19 @@ impl Llama {
         } else {
             x.index_select(&Tensor::new(last.as_slice(), x.device())?, 0)?
         };
-        let logits = self.output.forward(&candle_nn::ops::rms_norm(&x, &self.norm, eps)?)?;
+        let mut logits = self.output.forward(&candle_nn::ops::rms_norm(&x, &self.norm, eps)?)?;
+        if self.cfg.logit_scale != 1.0 {
+            logits = (logits / self.cfg.logit_scale as f64)?;
+        }
         match self.cfg.final_softcap {
             Some(c) => (logits / c as f64)?.tanh()? * c as f64,
             None => Ok(logits),
         }
+    }
+
+    /// A block's output as its residual add takes it (granite's multiplier).
+    fn scaled(&self, t: Tensor) -> Result<Tensor> {
+        if self.cfg.residual_scale == 1.0 { Ok(t) } else { t * self.cfg.residual_scale as f64 }
     }
 
     /// Rotates pairs (2i, 2i+1) of each head's first rope_dim values by position · θᵢ (NEOX: pairs

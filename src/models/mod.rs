@@ -34,7 +34,7 @@ use llama::{Config, Llama, Seq};
 /// `expert_count` > 1 (Mixtral-style llama, qwen3moe: qwen3 with routed experts) has
 /// mixture-of-experts MLPs (`moe.rs`); a llama file with a sliding window (Mistral v0.1) slides on
 /// every layer.
-const LLAMA_ARCHS: [&str; 8] = ["llama", "qwen2", "qwen3", "qwen3moe", "phi3", "gemma", "gemma2", "gemma3"];
+const LLAMA_ARCHS: [&str; 9] = ["llama", "qwen2", "qwen3", "qwen3moe", "phi3", "gemma", "gemma2", "gemma3", "granite"];
 
 fn meta_u64(meta: &Bound<'_, PyDict>, key: &str) -> PyResult<Option<u64>> {
     match meta.get_item(key)? {
@@ -148,6 +148,8 @@ fn check_llama(meta: &Bound<'_, PyDict>, spans: &[TensorSpan], arch: &str) -> Py
         Some(t) if t.extract::<String>().is_ok_and(|t| t == "linear") => positive("rope.scaling.factor")?.unwrap_or(1.0),
         _ => 1.0,
     };
+    // Granite's multipliers (llama.cpp's keys; 1, or 1/sqrt(head_dim) for the scores, where absent).
+    let granite = |key: &str| -> PyResult<Option<f32>> { if arch == "granite" { positive(key) } else { Ok(None) } };
     let cfg = Config {
         n_head,
         n_kv_head: kv_heads as usize,
@@ -158,14 +160,16 @@ fn check_llama(meta: &Bound<'_, PyDict>, spans: &[TensorSpan], arch: &str) -> Py
         max_pos,
         neox,
         rope_mscale,
-        embed_scale: if gemma { (emb as f32).sqrt() } else { 1.0 },
+        embed_scale: if gemma { (emb as f32).sqrt() } else { granite("embedding_scale")?.unwrap_or(1.0) },
+        residual_scale: granite("residual_scale")?.unwrap_or(1.0),
+        logit_scale: granite("logit_scale")?.unwrap_or(1.0),
         gelu: gemma,
         attn_softcap: if arch == "gemma2" { positive("attn_logit_softcapping")? } else { None },
         final_softcap: if arch == "gemma2" { positive("final_logit_softcapping")? } else { None },
         window,
         rope_base_local: (arch == "gemma3").then_some(10000.0),
         rope_linear: linear,
-        q_scale: 1.0 / (head_dim as f32).sqrt(),
+        q_scale: granite("attention.scale")?.unwrap_or(1.0 / (head_dim as f32).sqrt()),
         experts: if experts > 1 { experts as usize } else { 0 },
         experts_used: experts_used as usize,
         expert_norm,

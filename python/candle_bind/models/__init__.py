@@ -22,7 +22,7 @@ __all__ = ["Bert", "ContinuousBatcher", "GGUFCausalLM", "GGUFTokenizer", "from_g
 
 def from_gguf(path, device=None, kv_dtype=None) -> GGUFCausalLM:
     """A quantized GGUF LLM (llama incl. Mixtral-style experts, qwen2, qwen3, qwen3moe, phi3, gemma,
-    gemma2, gemma3 architectures) with its KV caches and tokenizer; another architecture raises
+    gemma2, gemma3, granite architectures) with its KV caches and tokenizer; another architecture raises
     NotImplementedError naming it. `kv_dtype` is the CPU KV caches' element type: float16 (the
     default, as llama.cpp's) or float32."""
     return GGUFCausalLM(path, device=device, kv_dtype=kv_dtype)
