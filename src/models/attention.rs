@@ -5,11 +5,11 @@
 //! and values exact. Queries, scores and sums are f32 either way.
 //!
 //! A decoded token (a few query rows) is a matrix-vector product per head, where a general gemm
-//! spends more time on packing and edges than on the products: there an AVX-512 kernel reads the
-//! f16 page directly, all query heads that share a key/value head at once (each key read once
-//! for the group), keys stored transposed so that one vector holds 16 positions' values of one
-//! dimension (no horizontal sums). Prompts (many query rows) convert the pages to f32 and go
-//! through gemm.
+//! spends more time on packing and edges than on the products: there a kernel (AVX-512, or AVX2
+//! with FMA and F16C) reads the pages directly, all query heads that share a key/value head at
+//! once (each key read once for the group), keys stored transposed so that one vector holds 16 (8)
+//! positions' values of one dimension (no horizontal sums). Prompts (many query rows) convert the
+//! pages to f32 and go through gemm.
 
 use half::f16;
 use half::slice::HalfFloatSliceExt;
@@ -36,6 +36,12 @@ pub(super) trait Elem: Copy + Send + Sync + 'static {
     /// AVX-512F is available and `p` points at 16 readable values.
     #[cfg(target_arch = "x86_64")]
     unsafe fn lanes(p: *const Self) -> std::arch::x86_64::__m512;
+    /// 8 values at `p` as f32 lanes.
+    ///
+    /// # Safety
+    /// AVX2, FMA and F16C are available and `p` points at 8 readable values.
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn lanes8(p: *const Self) -> std::arch::x86_64::__m256;
 }
 
 impl Elem for f16 {
@@ -55,6 +61,13 @@ impl Elem for f16 {
         use std::arch::x86_64::*;
         _mm512_cvtph_ps(_mm256_loadu_si256(p as *const __m256i))
     }
+    #[cfg(target_arch = "x86_64")]
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn lanes8(p: *const Self) -> std::arch::x86_64::__m256 {
+        use std::arch::x86_64::*;
+        _mm256_cvtph_ps(_mm_loadu_si128(p as *const __m128i))
+    }
 }
 
 impl Elem for f32 {
@@ -70,6 +83,12 @@ impl Elem for f32 {
     #[target_feature(enable = "avx512f")]
     unsafe fn lanes(p: *const Self) -> std::arch::x86_64::__m512 {
         std::arch::x86_64::_mm512_loadu_ps(p)
+    }
+    #[cfg(target_arch = "x86_64")]
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn lanes8(p: *const Self) -> std::arch::x86_64::__m256 {
+        std::arch::x86_64::_mm256_loadu_ps(p)
     }
 }
 
@@ -182,7 +201,8 @@ unsafe impl Sync for OutPtr {}
 pub(super) fn attend(sh: &Shape, q: &[f32], parts: &[Part], out: &mut [f32]) {
     let (n_head, n_kv, d) = (sh.n_head, sh.n_kv, sh.d);
     let group = n_head / n_kv;
-    let direct = direct_kernels() && d % 16 == 0;
+    let kernels = direct_kernels();
+    let direct = kernels != Kernels::None && d % 16 == 0;
     // Work items: (part, kv head) for the direct kernel (its query heads share each key read),
     // (part, query head) for gemm (more items for the cores; the conversion is cheap beside it).
     let per = |p: &Part| if direct && p.s <= DIRECT_ROWS { n_kv } else { n_head };
@@ -193,12 +213,12 @@ pub(super) fn attend(sh: &Shape, q: &[f32], parts: &[Part], out: &mut [f32]) {
         let (i, h) = items[item];
         let p = &parts[i];
         if direct && p.s <= DIRECT_ROWS {
-            // SAFETY: AVX-512 was checked (`direct_kernels`); the item writes only the columns of
+            // SAFETY: the CPU was checked (`direct_kernels`); the item writes only the columns of
             // kv head h's query heads in its part's rows.
             unsafe {
                 match p.kv {
-                    HostKv::Half(pages) => direct_group(sh, q, p, pages, h, group, op.0),
-                    HostKv::Single(pages) => direct_group(sh, q, p, pages, h, group, op.0),
+                    HostKv::Half(pages) => direct_group(kernels, sh, q, p, pages, h, group, op.0),
+                    HostKv::Single(pages) => direct_group(kernels, sh, q, p, pages, h, group, op.0),
                 }
             }
         } else {
@@ -223,9 +243,27 @@ pub(super) fn attend(sh: &Shape, q: &[f32], parts: &[Part], out: &mut [f32]) {
     }
 }
 
-/// The direct kernels run: AVX-512 on x86 (not capped lower by `CANDLE_BIND_ISA`).
-fn direct_kernels() -> bool {
-    cfg!(target_arch = "x86_64") && crate::isa::level() == crate::isa::Level::Avx512
+/// Which direct kernels this CPU runs (under `CANDLE_BIND_ISA`): AVX-512's take 4 query vectors
+/// by 64 positions per pass, AVX2's (with FMA and F16C) 2 by 32 (16 registers).
+#[derive(Clone, Copy, PartialEq)]
+enum Kernels {
+    None,
+    Avx2,
+    Avx512,
+}
+
+fn direct_kernels() -> Kernels {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use crate::isa::{level, Level};
+        static F16C: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        match level() {
+            Level::Avx512 => return Kernels::Avx512,
+            Level::Avx2 if *F16C.get_or_init(|| std::is_x86_feature_detected!("f16c")) => return Kernels::Avx2,
+            _ => {}
+        }
+    }
+    Kernels::None
 }
 
 /// Positions query row i (at start + i) sees: lo..=start + i.
@@ -273,20 +311,22 @@ unsafe fn gemm_head<E: Elem>(sh: &Shape, q: &[f32], p: &Part, pages_: &[Page<E>]
 ///
 /// # Safety
 /// As `direct_group_x86`.
-unsafe fn direct_group<E: Elem>(sh: &Shape, q: &[f32], p: &Part, pages: &[Page<E>], g: usize, group: usize, out: *mut f32) {
+#[allow(clippy::too_many_arguments)]
+unsafe fn direct_group<E: Elem>(k: Kernels, sh: &Shape, q: &[f32], p: &Part, pages: &[Page<E>], g: usize, group: usize, out: *mut f32) {
     #[cfg(target_arch = "x86_64")]
-    direct_group_x86(sh, q, p, pages, g, group, out);
+    direct_group_x86(k, sh, q, p, pages, g, group, out);
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = (sh, q, p, pages, g, group, out);
+    let _ = (k, sh, q, p, pages, g, group, out);
 }
 
 /// The query heads g·group.. of part `p` (all its rows) against kv head `g`, read from the f16 pages.
 ///
 /// # Safety
-/// AVX-512F is available, `sh.d % 16 == 0`, and no other thread writes these heads' columns of
-/// p's rows in `out` ((rows, heads · d)).
+/// The CPU runs kernels `k` (not `None`), `sh.d % 16 == 0`, and no other thread writes these
+/// heads' columns of p's rows in `out` ((rows, heads · d)).
 #[cfg(target_arch = "x86_64")]
-unsafe fn direct_group_x86<E: Elem>(sh: &Shape, q: &[f32], p: &Part, kv: &[Page<E>], g: usize, group: usize, out: *mut f32) {
+#[allow(clippy::too_many_arguments)]
+unsafe fn direct_group_x86<E: Elem>(k: Kernels, sh: &Shape, q: &[f32], p: &Part, kv: &[Page<E>], g: usize, group: usize, out: *mut f32) {
     let (n_head, d, s) = (sh.n_head, sh.d, p.s);
     let total = p.start + s;
     let pages = total.div_ceil(PAGE);
@@ -311,18 +351,22 @@ unsafe fn direct_group_x86<E: Elem>(sh: &Shape, q: &[f32], p: &Part, kv: &[Page<
     let mut scores = uninit_vec::<f32>(nq * w);
     let mut probs = uninit_vec::<f32>(nq * w);
     let sbase = scores.as_mut_ptr();
-    for c in (0..nq).step_by(4) {
-        let qn = (nq - c).min(4);
+    let wide = k == Kernels::Avx512;
+    let chunk = if wide { 4 } else { 2 };
+    for c in (0..nq).step_by(chunk) {
+        let qn = (nq - c).min(chunk);
         for pi in first..pages {
             let kt = kv[pi].k[g * d * PAGE..].as_ptr();
             let o = (pi - first) * PAGE;
             let qp = |j: usize| qs.as_ptr().add((c + j) * d);
             let sp = |j: usize| sbase.add((c + j) * w + o);
-            match qn {
-                1 => scores_page::<E, 1>([qp(0)], kt, d, [sp(0)]),
-                2 => scores_page::<E, 2>([qp(0), qp(1)], kt, d, [sp(0), sp(1)]),
-                3 => scores_page::<E, 3>([qp(0), qp(1), qp(2)], kt, d, [sp(0), sp(1), sp(2)]),
-                _ => scores_page::<E, 4>([qp(0), qp(1), qp(2), qp(3)], kt, d, [sp(0), sp(1), sp(2), sp(3)]),
+            match (wide, qn) {
+                (true, 1) => scores_page::<E, 1>([qp(0)], kt, d, [sp(0)]),
+                (true, 2) => scores_page::<E, 2>([qp(0), qp(1)], kt, d, [sp(0), sp(1)]),
+                (true, 3) => scores_page::<E, 3>([qp(0), qp(1), qp(2)], kt, d, [sp(0), sp(1), sp(2)]),
+                (true, _) => scores_page::<E, 4>([qp(0), qp(1), qp(2), qp(3)], kt, d, [sp(0), sp(1), sp(2), sp(3)]),
+                (false, 1) => scores_page8::<E, 1>([qp(0)], kt, d, [sp(0)]),
+                (false, _) => scores_page8::<E, 2>([qp(0), qp(1)], kt, d, [sp(0), sp(1)]),
             }
         }
     }
@@ -335,18 +379,20 @@ unsafe fn direct_group_x86<E: Elem>(sh: &Shape, q: &[f32], p: &Part, kv: &[Page<
     }
     // Positions past the last query's are zero-weighted for every query: not read.
     let end = p.start + s;
-    for c in (0..nq).step_by(4) {
-        let qn = (nq - c).min(4);
+    for c in (0..nq).step_by(chunk) {
+        let qn = (nq - c).min(chunk);
         for pi in first..pages {
             let n = (end - pi * PAGE).min(PAGE);
             let v = kv[pi].v[g * PAGE * d..].as_ptr();
             let o = (pi - first) * PAGE;
             let pp = |j: usize| probs.as_ptr().add((c + j) * w + o);
-            match qn {
-                1 => pv_page::<E, 1>([pp(0)], v, n, d, [dst[c]]),
-                2 => pv_page::<E, 2>([pp(0), pp(1)], v, n, d, [dst[c], dst[c + 1]]),
-                3 => pv_page::<E, 3>([pp(0), pp(1), pp(2)], v, n, d, [dst[c], dst[c + 1], dst[c + 2]]),
-                _ => pv_page::<E, 4>([pp(0), pp(1), pp(2), pp(3)], v, n, d, [dst[c], dst[c + 1], dst[c + 2], dst[c + 3]]),
+            match (wide, qn) {
+                (true, 1) => pv_page::<E, 1>([pp(0)], v, n, d, [dst[c]]),
+                (true, 2) => pv_page::<E, 2>([pp(0), pp(1)], v, n, d, [dst[c], dst[c + 1]]),
+                (true, 3) => pv_page::<E, 3>([pp(0), pp(1), pp(2)], v, n, d, [dst[c], dst[c + 1], dst[c + 2]]),
+                (true, _) => pv_page::<E, 4>([pp(0), pp(1), pp(2), pp(3)], v, n, d, [dst[c], dst[c + 1], dst[c + 2], dst[c + 3]]),
+                (false, 1) => pv_page8::<E, 1>([pp(0)], v, n, d, [dst[c]]),
+                (false, _) => pv_page8::<E, 2>([pp(0), pp(1)], v, n, d, [dst[c], dst[c + 1]]),
             }
         }
     }
@@ -415,6 +461,74 @@ unsafe fn pv_stripe<E: Elem, const Q: usize, const V: usize>(probs: [*const f32;
     for j in 0..Q {
         for c in 0..V {
             _mm512_storeu_ps(out[j].add(c * 16), acc[j][c]);
+        }
+    }
+}
+
+/// `scores_page` in 8-lane vectors: half a page (32 positions) per pass.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn scores_page8<E: Elem, const Q: usize>(qs: [*const f32; Q], kt: *const E, d: usize, out: [*mut f32; Q]) {
+    use std::arch::x86_64::*;
+    for half in 0..2 {
+        let mut acc = [[_mm256_setzero_ps(); 4]; Q];
+        for k in 0..d {
+            let row = kt.add(k * PAGE + half * 32);
+            let keys = [0, 1, 2, 3].map(|c| E::lanes8(row.add(c * 8)));
+            for j in 0..Q {
+                let b = _mm256_set1_ps(*qs[j].add(k));
+                for c in 0..4 {
+                    acc[j][c] = _mm256_fmadd_ps(b, keys[c], acc[j][c]);
+                }
+            }
+        }
+        for j in 0..Q {
+            for c in 0..4 {
+                _mm256_storeu_ps(out[j].add(half * 32 + c * 8), acc[j][c]);
+            }
+        }
+    }
+}
+
+/// `pv_page` in 8-lane vectors: stripes of 32 dimensions.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn pv_page8<E: Elem, const Q: usize>(probs: [*const f32; Q], v: *const E, n: usize, d: usize, out: [*mut f32; Q]) {
+    let mut at = 0;
+    while at < d {
+        match (d - at) / 8 {
+            1 => pv_stripe8::<E, Q, 1>(probs, v.add(at), n, d, out.map(|o| o.add(at))),
+            2 => pv_stripe8::<E, Q, 2>(probs, v.add(at), n, d, out.map(|o| o.add(at))),
+            3 => pv_stripe8::<E, Q, 3>(probs, v.add(at), n, d, out.map(|o| o.add(at))),
+            _ => pv_stripe8::<E, Q, 4>(probs, v.add(at), n, d, out.map(|o| o.add(at))),
+        }
+        at += 32;
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn pv_stripe8<E: Elem, const Q: usize, const V: usize>(probs: [*const f32; Q], v: *const E, n: usize, d: usize, out: [*mut f32; Q]) {
+    use std::arch::x86_64::*;
+    let mut acc = [[_mm256_setzero_ps(); V]; Q];
+    for j in 0..Q {
+        for c in 0..V {
+            acc[j][c] = _mm256_loadu_ps(out[j].add(c * 8));
+        }
+    }
+    for t in 0..n {
+        let row = v.add(t * d);
+        let vals: [__m256; V] = std::array::from_fn(|c| E::lanes8(row.add(c * 8)));
+        for j in 0..Q {
+            let b = _mm256_set1_ps(*probs[j].add(t));
+            for c in 0..V {
+                acc[j][c] = _mm256_fmadd_ps(b, vals[c], acc[j][c]);
+            }
+        }
+    }
+    for j in 0..Q {
+        for c in 0..V {
+            _mm256_storeu_ps(out[j].add(c * 8), acc[j][c]);
         }
     }
 }
