@@ -532,6 +532,8 @@ mod kernels {
 
     // acc[m][16] f32 for up to MT activation rows against one 16-row weight tile
     pub(crate) const MAX_MT: usize = 4;
+    // candle-bind's patch: rows per unit of the Q8_0-activation kernel (`rows`).
+    pub(crate) const ROWS_MT: usize = 8;
 
     #[inline(always)]
     unsafe fn bcast4(act: &[i8], off: usize) -> __m512i {
@@ -609,10 +611,11 @@ mod kernels {
         }
     }
 
-    // candle-bind's patch: MT activation rows (Q8_0) against one 16-row column of tiles (`kb`
-    // blocks from `t`), weights d·(q - OFF), or with OFF 0 d·q + m: per block and row, the integer
-    // dot products of the even and odd groups of four values on their own accumulators (exact, so
-    // the split only shortens dependency chains), then d_w·d_a·(Σ - OFF·Σq_a), or d_w·d_a·Σ +
+    // candle-bind's patch: MT (1-8) activation rows (Q8_0) against one 16-row column of tiles
+    // (`kb` blocks from `t`; each tile unpacked once for all MT rows), weights d·(q - OFF), or with
+    // OFF 0 d·q + m: per block and row, the integer dot product (one row alone: the even and odd
+    // groups of four values on their own accumulators; exact, so the split only shortens its
+    // dependency chain), then d_w·d_a·(Σ - OFF·Σq_a), or d_w·d_a·Σ +
     // m_w·d_a·Σq_a, added into the row's f32 sum block after block. A row goes through the same
     // operations whatever MT is (a sequence decodes the same in a batch as alone). Straight-line
     // code over a const MT keeps every accumulator in a register: a decoded row streams its
@@ -629,17 +632,25 @@ mod kernels {
         for b in 0..kb {
             let tile = &*t.add(b);
             let acts: [&ActQ8_0; MT] = std::array::from_fn(|m| &*a[m].add(b));
+            // One row alone: the even and odd groups on their own accumulators (two dependency
+            // chains); several rows: one each (the rows are the independent chains, and registers
+            // hold 8 of them).
+            let split = MT == 1;
             let (mut e, mut o) = ([_mm512_setzero_si512(); MT], [_mm512_setzero_si512(); MT]);
             for g in 0..4 {
                 let (we, wo) = tile.pair(g);
                 for m in 0..MT {
                     e[m] = _mm512_dpbusd_epi32(e[m], we, bcast4(&acts[m].qs, 8 * g));
-                    o[m] = _mm512_dpbusd_epi32(o[m], wo, bcast4(&acts[m].qs, 8 * g + 4));
+                    if split {
+                        o[m] = _mm512_dpbusd_epi32(o[m], wo, bcast4(&acts[m].qs, 8 * g + 4));
+                    } else {
+                        e[m] = _mm512_dpbusd_epi32(e[m], wo, bcast4(&acts[m].qs, 8 * g + 4));
+                    }
                 }
             }
             let dw = _mm512_cvtph_ps(_mm256_loadu_si256(tile.d().as_ptr() as *const _));
             for m in 0..MT {
-                let (da, q) = (acts[m].d, _mm512_add_epi32(e[m], o[m]));
+                let (da, q) = (acts[m].d, if split { _mm512_add_epi32(e[m], o[m]) } else { e[m] });
                 if OFF != 0 {
                     let q = _mm512_sub_epi32(q, _mm512_set1_epi32(OFF * acts[m].sum));
                     acc[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(q), _mm512_mul_ps(dw, _mm512_set1_ps(da)), acc[m]);
@@ -801,7 +812,7 @@ unsafe fn matmul_unit_256(
     }
 }
 
-// candle-bind's patch: one (16-column tile, up to MAX_MT rows) unit of the Q8_0-activation paths.
+// candle-bind's patch: one (16-column tile, up to ROWS_MT rows) unit of the Q8_0-activation paths.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512vnni,avx512bw")]
 #[allow(clippy::too_many_arguments)]
@@ -818,11 +829,16 @@ unsafe fn matmul_unit_q8_512(
     unsafe fn run<T: ActTile, const OFF: i32>(tiles: &[T], acts: *const ActQ8_0, kb: usize, out: *mut f32, n: usize, mt: usize) {
         let a = |m: usize| acts.add(m * kb);
         let o = |m: usize| out.add(m * n);
+        let t = tiles.as_ptr();
         match mt {
-            1 => kernels::rows::<T, OFF, 1>(tiles.as_ptr(), [a(0)], kb, [o(0)]),
-            2 => kernels::rows::<T, OFF, 2>(tiles.as_ptr(), [a(0), a(1)], kb, [o(0), o(1)]),
-            3 => kernels::rows::<T, OFF, 3>(tiles.as_ptr(), [a(0), a(1), a(2)], kb, [o(0), o(1), o(2)]),
-            _ => kernels::rows::<T, OFF, 4>(tiles.as_ptr(), [a(0), a(1), a(2), a(3)], kb, [o(0), o(1), o(2), o(3)]),
+            1 => kernels::rows::<T, OFF, 1>(t, [a(0)], kb, [o(0)]),
+            2 => kernels::rows::<T, OFF, 2>(t, std::array::from_fn(a), kb, std::array::from_fn(o)),
+            3 => kernels::rows::<T, OFF, 3>(t, std::array::from_fn(a), kb, std::array::from_fn(o)),
+            4 => kernels::rows::<T, OFF, 4>(t, std::array::from_fn(a), kb, std::array::from_fn(o)),
+            5 => kernels::rows::<T, OFF, 5>(t, std::array::from_fn(a), kb, std::array::from_fn(o)),
+            6 => kernels::rows::<T, OFF, 6>(t, std::array::from_fn(a), kb, std::array::from_fn(o)),
+            7 => kernels::rows::<T, OFF, 7>(t, std::array::from_fn(a), kb, std::array::from_fn(o)),
+            _ => kernels::rows::<T, OFF, 8>(t, std::array::from_fn(a), kb, std::array::from_fn(o)),
         }
     }
     let (a, out) = (acts.as_ptr().add(m0 * kb), dst_ptr.add(m0 * n + nt * TILE_N));
@@ -842,14 +858,15 @@ pub(crate) fn matmul_tiles_q8(packed: &PackedX86, acts: &[ActQ8_0], m: usize, k:
     #[cfg(target_arch = "x86_64")]
     {
         let kb = k / QK8_0;
-        let m_units = m.div_ceil(kernels::MAX_MT);
+        let mt = kernels::ROWS_MT;
+        let m_units = m.div_ceil(mt);
         let dst_ptr = dst.as_mut_ptr() as usize;
         crate::utils::barrier_pool().execute_chunked((n / TILE_N) * m_units, |range| {
             for unit in range {
-                let (nt, m0) = (unit / m_units, (unit % m_units) * kernels::MAX_MT);
+                let (nt, m0) = (unit / m_units, (unit % m_units) * mt);
                 // SAFETY: select_q8_act checked the CPU; each unit writes its own tile of dst.
                 unsafe {
-                    matmul_unit_q8_512(packed, acts, kb, nt, m0, (m - m0).min(kernels::MAX_MT), dst_ptr as *mut f32, n)
+                    matmul_unit_q8_512(packed, acts, kb, nt, m0, (m - m0).min(mt), dst_ptr as *mut f32, n)
                 };
             }
         });
