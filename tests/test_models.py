@@ -703,10 +703,11 @@ def test_step_batch_rows_match_single_sequences(tmp_path):
         np.testing.assert_allclose(rows[i], nxt[i], rtol=1e-5, atol=1e-5)
     assert m.cached(10) == 6 and m.cached(11) == 2 and m.cached(20) == 12 and m.cached(99) == 0
     before = m.kv_cache_bytes
-    # Slots 0, 10, 11, 12, 13, 20: one 64-position page each (host caches grow by pages).
-    assert before == 6 * m.kv_bytes_for(12) == 6 * 64 * m.kv_bytes_per_position
+    # Slots 0, 10, 11, 12, 13, 20 of up to 12 positions: one 64-position page each on the host
+    # (the device path: the 128-position context).
+    assert before == 6 * m.kv_bytes_for(12)
     m.release(13)
-    assert m.kv_cache_bytes == before - 64 * m.kv_bytes_per_position
+    assert m.kv_cache_bytes == before - m.kv_bytes_for(12)
     for bad, err, match in [([(1, [1], 0), (1, [2], 0)], ValueError, "twice"), ([(10, [1], 9)], ValueError, "past the 6"),
                             ([(10, [], 6)], ValueError, "no tokens"), ([(10, [32], 6)], IndexError, "out of range"),
                             ([], ValueError, "no sequences"), ([(10, [1] * 200, 0)], ValueError, "model holds")]:
@@ -741,9 +742,11 @@ def test_kv_cache_pages_and_precisions(tmp_path, window):
             one = m.step([ids[i]], i).numpy()
         np.testing.assert_allclose(one, whole, rtol=1e-4, atol=1e-4)
         held[kv] = m.kv_cache_bytes
-        assert held[kv] == m.kv_bytes_for(150) == 192 * m.kv_bytes_per_position  # 3 pages
+        assert held[kv] == m.kv_bytes_for(150)
         last[kv] = whole
-    assert held[cb.float16] * 2 == held[cb.float32]
+    if os.environ.get("CANDLE_BIND_GENERIC") != "1":  # (the device path keeps f32 caches of its own growth)
+        assert held[cb.float32] == 192 * m.kv_bytes_per_position  # 3 pages (m: the f32 one)
+        assert held[cb.float16] * 2 == held[cb.float32]
     np.testing.assert_allclose(last[cb.float16], last[cb.float32], rtol=2e-3, atol=2e-3 * np.abs(last[cb.float32]).max())
     with pytest.raises(ValueError, match="kv_dtype"):
         cb.models.from_gguf(path, kv_dtype=cb.bfloat16)
