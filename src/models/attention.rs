@@ -11,6 +11,9 @@
 //! positions' values of one dimension (no horizontal sums). Prompts (many query rows) convert the
 //! pages to f32 and go through gemm.
 
+// The SIMD kernels index several arrays (accumulators, pointers, lanes) by one row or lane index.
+#![allow(clippy::needless_range_loop)]
+
 use half::f16;
 use half::slice::HalfFloatSliceExt;
 
