@@ -51,8 +51,11 @@ impl Elem for f16 {
     const ZERO: Self = f16::ZERO;
     fn store(src: &[f32], dst: &mut [Self]) {
         const MAX: f32 = 65504.0;
-        let clamped: Vec<f32> = src.iter().map(|x| x.clamp(-MAX, MAX)).collect();
-        dst.convert_from_f32_slice(&clamped);
+        let mut clamped = [0f32; 64];
+        for (s, d) in src.chunks(64).zip(dst.chunks_mut(64)) {
+            clamped[..s.len()].iter_mut().zip(s).for_each(|(o, x)| *o = x.clamp(-MAX, MAX));
+            d.convert_from_f32_slice(&clamped[..s.len()]);
+        }
     }
     fn load(src: &[Self], dst: &mut [f32]) {
         src.convert_to_f32_slice(dst);
@@ -317,19 +320,135 @@ unsafe fn gemm_head<E: Elem>(sh: &Shape, q: &[f32], p: &Part, pages_: &[Page<E>]
 #[allow(clippy::too_many_arguments)]
 unsafe fn direct_group<E: Elem>(k: Kernels, sh: &Shape, q: &[f32], p: &Part, pages: &[Page<E>], g: usize, group: usize, out: *mut f32) {
     #[cfg(target_arch = "x86_64")]
-    direct_group_x86(k, sh, q, p, pages, g, group, out);
+    match k {
+        Kernels::Avx512 => direct_group_512(sh, q, p, pages, g, group, out),
+        Kernels::Avx2 => direct_group_256(sh, q, p, pages, g, group, out),
+        Kernels::None => {}
+    }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = (k, sh, q, p, pages, g, group, out);
 }
 
-/// The query heads g·group.. of part `p` (all its rows) against kv head `g`, read from the f16 pages.
+/// `direct_group_x86` in 512-bit vectors.
 ///
 /// # Safety
-/// The CPU runs kernels `k` (not `None`), `sh.d % 16 == 0`, and no other thread writes these
-/// heads' columns of p's rows in `out` ((rows, heads · d)).
+/// As `direct_group_x86`, on a CPU with AVX-512F.
 #[cfg(target_arch = "x86_64")]
-#[allow(clippy::too_many_arguments)]
-unsafe fn direct_group_x86<E: Elem>(k: Kernels, sh: &Shape, q: &[f32], p: &Part, kv: &[Page<E>], g: usize, group: usize, out: *mut f32) {
+#[target_feature(enable = "avx512f")]
+unsafe fn direct_group_512<E: Elem>(sh: &Shape, q: &[f32], p: &Part, kv: &[Page<E>], g: usize, group: usize, out: *mut f32) {
+    direct_group_x86::<std::arch::x86_64::__m512, E>(sh, q, p, kv, g, group, out)
+}
+
+/// `direct_group_x86` in 256-bit vectors.
+///
+/// # Safety
+/// As `direct_group_x86`, on a CPU with AVX2, FMA and F16C.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn direct_group_256<E: Elem>(sh: &Shape, q: &[f32], p: &Part, kv: &[Page<E>], g: usize, group: usize, out: *mut f32) {
+    direct_group_x86::<std::arch::x86_64::__m256, E>(sh, q, p, kv, g, group, out)
+}
+
+/// A vector of f32 lanes the page kernels run in (their accumulators stay in registers: 4 vectors
+/// by `QUERIES` query vectors, 16 of AVX-512's 32 registers or 8 of AVX2's 16).
+///
+/// # Safety
+/// Every method needs the vector's instruction set (and valid pointers).
+#[cfg(target_arch = "x86_64")]
+trait Vector: Copy {
+    const LANES: usize;
+    const QUERIES: usize;
+    unsafe fn zero() -> Self;
+    unsafe fn splat(x: f32) -> Self;
+    /// a·b + c
+    unsafe fn fma(a: Self, b: Self, c: Self) -> Self;
+    unsafe fn load(p: *const f32) -> Self;
+    unsafe fn load_elem<E: Elem>(p: *const E) -> Self;
+    unsafe fn store(self, p: *mut f32);
+}
+
+#[cfg(target_arch = "x86_64")]
+impl Vector for std::arch::x86_64::__m512 {
+    const LANES: usize = 16;
+    const QUERIES: usize = 4;
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn zero() -> Self {
+        std::arch::x86_64::_mm512_setzero_ps()
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn splat(x: f32) -> Self {
+        std::arch::x86_64::_mm512_set1_ps(x)
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn fma(a: Self, b: Self, c: Self) -> Self {
+        std::arch::x86_64::_mm512_fmadd_ps(a, b, c)
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn load(p: *const f32) -> Self {
+        std::arch::x86_64::_mm512_loadu_ps(p)
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn load_elem<E: Elem>(p: *const E) -> Self {
+        E::lanes(p)
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn store(self, p: *mut f32) {
+        std::arch::x86_64::_mm512_storeu_ps(p, self)
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+impl Vector for std::arch::x86_64::__m256 {
+    const LANES: usize = 8;
+    const QUERIES: usize = 2;
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn zero() -> Self {
+        std::arch::x86_64::_mm256_setzero_ps()
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn splat(x: f32) -> Self {
+        std::arch::x86_64::_mm256_set1_ps(x)
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn fma(a: Self, b: Self, c: Self) -> Self {
+        std::arch::x86_64::_mm256_fmadd_ps(a, b, c)
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn load(p: *const f32) -> Self {
+        std::arch::x86_64::_mm256_loadu_ps(p)
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn load_elem<E: Elem>(p: *const E) -> Self {
+        E::lanes8(p)
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn store(self, p: *mut f32) {
+        std::arch::x86_64::_mm256_storeu_ps(p, self)
+    }
+}
+
+/// The query heads g·group.. of part `p` (all its rows) against kv head `g`, read from the pages
+/// in vectors `V`.
+///
+/// # Safety
+/// The CPU runs `V`'s instructions (the caller is compiled for them: everything here inlines into
+/// it), `sh.d % 16 == 0`, and no other thread writes these heads' columns of p's rows in `out`
+/// ((rows, heads · d)).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn direct_group_x86<V: Vector, E: Elem>(sh: &Shape, q: &[f32], p: &Part, kv: &[Page<E>], g: usize, group: usize, out: *mut f32) {
     let (n_head, d, s) = (sh.n_head, sh.d, p.s);
     let total = p.start + s;
     let pages = total.div_ceil(PAGE);
@@ -354,8 +473,7 @@ unsafe fn direct_group_x86<E: Elem>(k: Kernels, sh: &Shape, q: &[f32], p: &Part,
     let mut scores = uninit_vec::<f32>(nq * w);
     let mut probs = uninit_vec::<f32>(nq * w);
     let sbase = scores.as_mut_ptr();
-    let wide = k == Kernels::Avx512;
-    let chunk = if wide { 4 } else { 2 };
+    let chunk = V::QUERIES;
     for c in (0..nq).step_by(chunk) {
         let qn = (nq - c).min(chunk);
         for pi in first..pages {
@@ -363,13 +481,11 @@ unsafe fn direct_group_x86<E: Elem>(k: Kernels, sh: &Shape, q: &[f32], p: &Part,
             let o = (pi - first) * PAGE;
             let qp = |j: usize| qs.as_ptr().add((c + j) * d);
             let sp = |j: usize| sbase.add((c + j) * w + o);
-            match (wide, qn) {
-                (true, 1) => scores_page::<E, 1>([qp(0)], kt, d, [sp(0)]),
-                (true, 2) => scores_page::<E, 2>([qp(0), qp(1)], kt, d, [sp(0), sp(1)]),
-                (true, 3) => scores_page::<E, 3>([qp(0), qp(1), qp(2)], kt, d, [sp(0), sp(1), sp(2)]),
-                (true, _) => scores_page::<E, 4>([qp(0), qp(1), qp(2), qp(3)], kt, d, [sp(0), sp(1), sp(2), sp(3)]),
-                (false, 1) => scores_page8::<E, 1>([qp(0)], kt, d, [sp(0)]),
-                (false, _) => scores_page8::<E, 2>([qp(0), qp(1)], kt, d, [sp(0), sp(1)]),
+            match qn {
+                1 => scores_page::<V, E, 1>([qp(0)], kt, d, [sp(0)]),
+                2 => scores_page::<V, E, 2>(std::array::from_fn(qp), kt, d, std::array::from_fn(sp)),
+                3 => scores_page::<V, E, 3>(std::array::from_fn(qp), kt, d, std::array::from_fn(sp)),
+                _ => scores_page::<V, E, 4>(std::array::from_fn(qp), kt, d, std::array::from_fn(sp)),
             }
         }
     }
@@ -389,149 +505,82 @@ unsafe fn direct_group_x86<E: Elem>(k: Kernels, sh: &Shape, q: &[f32], p: &Part,
             let v = kv[pi].v[g * PAGE * d..].as_ptr();
             let o = (pi - first) * PAGE;
             let pp = |j: usize| probs.as_ptr().add((c + j) * w + o);
-            match (wide, qn) {
-                (true, 1) => pv_page::<E, 1>([pp(0)], v, n, d, [dst[c]]),
-                (true, 2) => pv_page::<E, 2>([pp(0), pp(1)], v, n, d, [dst[c], dst[c + 1]]),
-                (true, 3) => pv_page::<E, 3>([pp(0), pp(1), pp(2)], v, n, d, [dst[c], dst[c + 1], dst[c + 2]]),
-                (true, _) => pv_page::<E, 4>([pp(0), pp(1), pp(2), pp(3)], v, n, d, [dst[c], dst[c + 1], dst[c + 2], dst[c + 3]]),
-                (false, 1) => pv_page8::<E, 1>([pp(0)], v, n, d, [dst[c]]),
-                (false, _) => pv_page8::<E, 2>([pp(0), pp(1)], v, n, d, [dst[c], dst[c + 1]]),
+            let o = |j: usize| dst[c + j];
+            match qn {
+                1 => pv_page::<V, E, 1>([pp(0)], v, n, d, [o(0)]),
+                2 => pv_page::<V, E, 2>(std::array::from_fn(pp), v, n, d, std::array::from_fn(o)),
+                3 => pv_page::<V, E, 3>(std::array::from_fn(pp), v, n, d, std::array::from_fn(o)),
+                _ => pv_page::<V, E, 4>(std::array::from_fn(pp), v, n, d, std::array::from_fn(o)),
             }
         }
     }
 }
 
-/// Scores of `Q` query vectors (d each) against one page's keys (kt: [d][PAGE] f16): PAGE each.
+/// Scores of `Q` query vectors (d each) against one page's keys (kt: [d][PAGE]): PAGE each, in
+/// passes of 4 vectors of positions.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-unsafe fn scores_page<E: Elem, const Q: usize>(qs: [*const f32; Q], kt: *const E, d: usize, out: [*mut f32; Q]) {
-    use std::arch::x86_64::*;
-    let mut acc = [[_mm512_setzero_ps(); 4]; Q];
-    for k in 0..d {
-        let row = kt.add(k * PAGE);
-        let keys = [0, 1, 2, 3].map(|c| E::lanes(row.add(c * 16)));
-        for j in 0..Q {
-            let b = _mm512_set1_ps(*qs[j].add(k));
-            for c in 0..4 {
-                acc[j][c] = _mm512_fmadd_ps(b, keys[c], acc[j][c]);
-            }
-        }
-    }
-    for j in 0..Q {
-        for c in 0..4 {
-            _mm512_storeu_ps(out[j].add(c * 16), acc[j][c]);
-        }
-    }
-}
-
-/// `out[j] += probs[j][t] · v[t]` for the first `n` positions of one page (v: [PAGE][d] f16), in
-/// stripes of 64 dimensions (the accumulators stay in registers).
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-unsafe fn pv_page<E: Elem, const Q: usize>(probs: [*const f32; Q], v: *const E, n: usize, d: usize, out: [*mut f32; Q]) {
-    let mut at = 0;
-    while at < d {
-        match (d - at) / 16 {
-            1 => pv_stripe::<E, Q, 1>(probs, v.add(at), n, d, out.map(|o| o.add(at))),
-            2 => pv_stripe::<E, Q, 2>(probs, v.add(at), n, d, out.map(|o| o.add(at))),
-            3 => pv_stripe::<E, Q, 3>(probs, v.add(at), n, d, out.map(|o| o.add(at))),
-            _ => pv_stripe::<E, Q, 4>(probs, v.add(at), n, d, out.map(|o| o.add(at))),
-        }
-        at += 64;
-    }
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-unsafe fn pv_stripe<E: Elem, const Q: usize, const V: usize>(probs: [*const f32; Q], v: *const E, n: usize, d: usize, out: [*mut f32; Q]) {
-    use std::arch::x86_64::*;
-    let mut acc = [[_mm512_setzero_ps(); V]; Q];
-    for j in 0..Q {
-        for c in 0..V {
-            acc[j][c] = _mm512_loadu_ps(out[j].add(c * 16));
-        }
-    }
-    for t in 0..n {
-        let row = v.add(t * d);
-        let vals: [__m512; V] = std::array::from_fn(|c| E::lanes(row.add(c * 16)));
-        for j in 0..Q {
-            let b = _mm512_set1_ps(*probs[j].add(t));
-            for c in 0..V {
-                acc[j][c] = _mm512_fmadd_ps(b, vals[c], acc[j][c]);
-            }
-        }
-    }
-    for j in 0..Q {
-        for c in 0..V {
-            _mm512_storeu_ps(out[j].add(c * 16), acc[j][c]);
-        }
-    }
-}
-
-/// `scores_page` in 8-lane vectors: half a page (32 positions) per pass.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn scores_page8<E: Elem, const Q: usize>(qs: [*const f32; Q], kt: *const E, d: usize, out: [*mut f32; Q]) {
-    use std::arch::x86_64::*;
-    for half in 0..2 {
-        let mut acc = [[_mm256_setzero_ps(); 4]; Q];
+#[inline(always)]
+unsafe fn scores_page<V: Vector, E: Elem, const Q: usize>(qs: [*const f32; Q], kt: *const E, d: usize, out: [*mut f32; Q]) {
+    let width = 4 * V::LANES;
+    for at in (0..PAGE).step_by(width) {
+        let mut acc = [[V::zero(); 4]; Q];
         for k in 0..d {
-            let row = kt.add(k * PAGE + half * 32);
-            let keys = [0, 1, 2, 3].map(|c| E::lanes8(row.add(c * 8)));
+            let row = kt.add(k * PAGE + at);
+            let keys = [0, 1, 2, 3].map(|c| V::load_elem(row.add(c * V::LANES)));
             for j in 0..Q {
-                let b = _mm256_set1_ps(*qs[j].add(k));
+                let b = V::splat(*qs[j].add(k));
                 for c in 0..4 {
-                    acc[j][c] = _mm256_fmadd_ps(b, keys[c], acc[j][c]);
+                    acc[j][c] = V::fma(b, keys[c], acc[j][c]);
                 }
             }
         }
         for j in 0..Q {
             for c in 0..4 {
-                _mm256_storeu_ps(out[j].add(half * 32 + c * 8), acc[j][c]);
+                acc[j][c].store(out[j].add(at + c * V::LANES));
             }
         }
     }
 }
 
-/// `pv_page` in 8-lane vectors: stripes of 32 dimensions.
+/// `out[j] += probs[j][t] · v[t]` for the first `n` positions of one page (v: [PAGE][d]), in
+/// stripes of up to 4 vectors of dimensions (the accumulators stay in registers).
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn pv_page8<E: Elem, const Q: usize>(probs: [*const f32; Q], v: *const E, n: usize, d: usize, out: [*mut f32; Q]) {
+#[inline(always)]
+unsafe fn pv_page<V: Vector, E: Elem, const Q: usize>(probs: [*const f32; Q], v: *const E, n: usize, d: usize, out: [*mut f32; Q]) {
     let mut at = 0;
     while at < d {
-        match (d - at) / 8 {
-            1 => pv_stripe8::<E, Q, 1>(probs, v.add(at), n, d, out.map(|o| o.add(at))),
-            2 => pv_stripe8::<E, Q, 2>(probs, v.add(at), n, d, out.map(|o| o.add(at))),
-            3 => pv_stripe8::<E, Q, 3>(probs, v.add(at), n, d, out.map(|o| o.add(at))),
-            _ => pv_stripe8::<E, Q, 4>(probs, v.add(at), n, d, out.map(|o| o.add(at))),
+        match (d - at) / V::LANES {
+            1 => pv_stripe::<V, E, Q, 1>(probs, v.add(at), n, d, out.map(|o| o.add(at))),
+            2 => pv_stripe::<V, E, Q, 2>(probs, v.add(at), n, d, out.map(|o| o.add(at))),
+            3 => pv_stripe::<V, E, Q, 3>(probs, v.add(at), n, d, out.map(|o| o.add(at))),
+            _ => pv_stripe::<V, E, Q, 4>(probs, v.add(at), n, d, out.map(|o| o.add(at))),
         }
-        at += 32;
+        at += 4 * V::LANES;
     }
 }
 
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn pv_stripe8<E: Elem, const Q: usize, const V: usize>(probs: [*const f32; Q], v: *const E, n: usize, d: usize, out: [*mut f32; Q]) {
-    use std::arch::x86_64::*;
-    let mut acc = [[_mm256_setzero_ps(); V]; Q];
+#[inline(always)]
+unsafe fn pv_stripe<V: Vector, E: Elem, const Q: usize, const C: usize>(probs: [*const f32; Q], v: *const E, n: usize, d: usize, out: [*mut f32; Q]) {
+    let mut acc = [[V::zero(); C]; Q];
     for j in 0..Q {
-        for c in 0..V {
-            acc[j][c] = _mm256_loadu_ps(out[j].add(c * 8));
+        for c in 0..C {
+            acc[j][c] = V::load(out[j].add(c * V::LANES));
         }
     }
     for t in 0..n {
         let row = v.add(t * d);
-        let vals: [__m256; V] = std::array::from_fn(|c| E::lanes8(row.add(c * 8)));
+        let vals: [V; C] = std::array::from_fn(|c| V::load_elem(row.add(c * V::LANES)));
         for j in 0..Q {
-            let b = _mm256_set1_ps(*probs[j].add(t));
-            for c in 0..V {
-                acc[j][c] = _mm256_fmadd_ps(b, vals[c], acc[j][c]);
+            let b = V::splat(*probs[j].add(t));
+            for c in 0..C {
+                acc[j][c] = V::fma(b, vals[c], acc[j][c]);
             }
         }
     }
     for j in 0..Q {
-        for c in 0..V {
-            _mm256_storeu_ps(out[j].add(c * 8), acc[j][c]);
+        for c in 0..C {
+            acc[j][c].store(out[j].add(c * V::LANES));
         }
     }
 }
