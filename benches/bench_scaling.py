@@ -75,6 +75,18 @@ xt, cxt = both(arr(1, 128, 64, 64))
 wt, cwt = both(arr(128, 64, 4, 4) * 0.05)
 row("conv_transpose2d k4 s2 (1,128,64,64)", lambda: F.conv_transpose2d(xt, wt, stride=2, padding=1),
     lambda: CF.conv_transpose2d(cxt, cwt, stride=2, padding=1))
+xt1, cxt1 = both(arr(1, 64, 56, 56))
+wt1, cwt1 = both(arr(64, 64, 3, 3) * 0.05)
+row("conv_transpose2d k3 s1 (1,64,56,56)", lambda: F.conv_transpose2d(xt1, wt1, padding=1),
+    lambda: CF.conv_transpose2d(cxt1, cwt1, padding=1))
+xt2, cxt2 = both(arr(1, 256, 32, 32))
+wt2, cwt2 = both(arr(256, 128, 2, 2) * 0.05)
+row("conv_transpose2d k2 s2 (1,256,32,32)", lambda: F.conv_transpose2d(xt2, wt2, stride=2),
+    lambda: CF.conv_transpose2d(cxt2, cwt2, stride=2))
+xt3, cxt3 = both(arr(1, 128, 32, 32))
+wt3, cwt3 = both(arr(128, 64, 3, 3) * 0.05)
+row("conv_transpose2d k3 s2 p1 op1 (1,128,32,32)", lambda: F.conv_transpose2d(xt3, wt3, stride=2, padding=1, output_padding=1),
+    lambda: CF.conv_transpose2d(cxt3, cwt3, stride=2, padding=1, output_padding=1))
 
 # Pooling and resampling.
 xp, cxp = both(arr(1, 64, 112, 112))

@@ -1,8 +1,8 @@
 """The convolution kernel paths against torch, each at the sizes that pick it: Winograd F(2x2,3x3)
 for 3x3 stride-1 convs with 16+ channels (its filter cache included), the direct kernel for wide
 strided/dilated/grouped 1-D and 2-D f32 convs (AVX-512), im2col over tiles of output rows, 1x1
-convs as a plain product, depthwise. `tests/test_isa.py` reruns them at every lower ISA
-level the CPU has."""
+convs as a plain product, depthwise; transposed convs as forward convs over their output phases.
+`tests/test_isa.py` reruns them at every lower ISA level the CPU has."""
 
 import pytest
 import torch
@@ -181,3 +181,41 @@ def test_functional_weight_views():
     wt = w.transpose(0, 1)
     assert_same(F.conv2d(to_cb(x), to_cb(w).transpose(0, 1), padding=1),
                 torch.nn.functional.conv2d(x, wt, padding=1), atol=2e-5)
+
+
+# Transposed convs run as forward convs over their output phases (src/nn/transposed.rs). Each
+# geometry picks a case: stride 1 (one phase, the flipped weight: Winograd here), groups and
+# dilation; k4 s2 p1 (phases padded on one side, read in place with one extra output); k2 s2 (1x1
+# phases, a plain product); output_padding; stride and dilation sharing a factor (phases no tap
+# reaches: the bias alone); padding past the kernel (phases that crop the input: a padded copy);
+# unequal strides; a long 1-D signal; 3-D.
+TRANSPOSED = [
+    ("ConvTranspose2d", dict(in_channels=32, out_channels=24, kernel_size=3, padding=1), (1, 32, 20, 21)),
+    ("ConvTranspose2d", dict(in_channels=12, out_channels=9, kernel_size=3, padding=2, dilation=2, groups=3), (2, 12, 9, 10)),
+    ("ConvTranspose2d", dict(in_channels=16, out_channels=8, kernel_size=4, stride=2, padding=1), (2, 16, 13, 11)),
+    ("ConvTranspose2d", dict(in_channels=24, out_channels=16, kernel_size=2, stride=2), (1, 24, 9, 7)),
+    ("ConvTranspose2d", dict(in_channels=8, out_channels=6, kernel_size=3, stride=2, padding=1, output_padding=1), (2, 8, 7, 9)),
+    ("ConvTranspose2d", dict(in_channels=4, out_channels=6, kernel_size=3, stride=2, dilation=2, padding=1, output_padding=1), (1, 4, 6, 5)),
+    ("ConvTranspose2d", dict(in_channels=6, out_channels=4, kernel_size=3, stride=3, padding=5), (1, 6, 8, 9)),
+    ("ConvTranspose2d", dict(in_channels=6, out_channels=4, kernel_size=(3, 5), stride=(1, 3), padding=(1, 2), groups=2), (2, 6, 5, 8)),
+    ("ConvTranspose1d", dict(in_channels=8, out_channels=4, kernel_size=7, stride=3, padding=2), (1, 8, 1500)),
+    ("ConvTranspose3d", dict(in_channels=4, out_channels=6, kernel_size=3, stride=2, padding=1, output_padding=(1, 0, 1)), (1, 4, 4, 5, 3)),
+]
+
+
+@pytest.mark.parametrize("cls,kwargs,shape", TRANSPOSED, ids=[f"{c[0]}-{i}" for i, c in enumerate(TRANSPOSED)])
+def test_conv_transpose_phases(cls, kwargs, shape):
+    t, c = pair(cls, **kwargs)
+    x = make(shape, seed=15)
+    check_layer(t, c, x, atol=5e-5, rtol=1e-4)
+    # Bit-identical at every thread count (the phases' kernels split work by shape alone).
+    old = cb.get_num_threads()
+    try:
+        outs = []
+        for n in (1, 2, 3):
+            cb.set_num_threads(n)
+            outs.append(c(to_cb(x)).numpy())
+        assert all((o == outs[0]).all() for o in outs)
+    finally:
+        cb.set_num_threads(old)
+    check_layer(t.double(), c.double(), x.double(), atol=1e-10, rtol=1e-10)

@@ -297,7 +297,7 @@ def test_depthwise_register_blocks(n, c, h, w, k, dil, pad, threads):
 
 
 @pytest.mark.parametrize("ci,co,h,k,s,p", [(128, 64, 64, 4, 2, 1), (16, 8, 7, 3, 1, 0), (4, 6, 5, 3, 2, 1)])
-def test_conv_transpose_col2im(ci, co, h, k, s, p, threads):
+def test_conv_transpose_threads(ci, co, h, k, s, p, threads):
     x = rng.standard_normal((2, ci, h, h)).astype(np.float32)
     w = rng.standard_normal((ci, co, k, k)).astype(np.float32)
     tx, cx = both(x)

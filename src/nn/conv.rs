@@ -1,6 +1,8 @@
 //! Convolution and transposed convolution over 1-3 spatial dims, any stride/padding/dilation per
-//! dim and groups: im2col (or col2im) around one gemm per (batch, group). Candle's own conv takes a
-//! single stride/padding for all dims and no groups in its transposed form, so we do not use it.
+//! dim and groups: im2col tiles around a product per (batch, group), or our direct, Winograd and
+//! depthwise kernels where they fit; a transposed conv runs as forward ones (transposed.rs).
+//! Candle's own conv takes a single stride/padding for all dims and no groups in its transposed
+//! form, so we do not use it on the CPU.
 //! Padding here is symmetric zeros; other modes and asymmetric padding are applied by `F.pad` first.
 
 use candle_core::{Device, Tensor, WithDType};
@@ -8,9 +10,8 @@ use pyo3::prelude::*;
 
 use crate::dtype::DType;
 use crate::error::{runtime_err, shape_err, IntoPyResult};
-use crate::tensor::linalg::{gemm_slices, Elem};
-use crate::tensor::kernels::{multiversion, uninit_vec};
-use crate::tensor::linalg::gemm_serial;
+use crate::tensor::kernels::uninit_vec;
+use crate::tensor::linalg::{gemm_serial, Elem};
 use crate::tensor::{with_slice, PyTensor};
 
 use super::Ptr;
@@ -54,32 +55,6 @@ impl Geo {
             return None;
         }
         Some(&plane[(d as usize * self.len[1] + h as usize) * self.len[2]..][..self.len[2]])
-    }
-    /// Calls f(kernel tap, first output position, first input position, count) for every run of
-    /// output positions along the last dim whose taps land inside the input: output positions
-    /// o..o + count read input positions i, i + stride[2], ... (taps over padding are skipped).
-    fn for_each_tap_run(&self, mut f: impl FnMut(usize, usize, usize, usize)) {
-        let mut t = 0;
-        for a in 0..self.k[0] {
-            for b in 0..self.k[1] {
-                for c in 0..self.k[2] {
-                    let (lo, hi, shift) = self.column_run(c);
-                    for od in 0..self.out[0] {
-                        let d = (od * self.stride[0] + a * self.dil[0]) as i64 - self.pad[0] as i64;
-                        for oh in 0..self.out[1] {
-                            let h = (oh * self.stride[1] + b * self.dil[1]) as i64 - self.pad[1] as i64;
-                            let inside = d >= 0 && h >= 0 && (d as usize) < self.len[0] && (h as usize) < self.len[1];
-                            if inside && lo < hi {
-                                let row = (d as usize * self.len[1] + h as usize) * self.len[2];
-                                let o = (od * self.out[1] + oh) * self.out[2] + lo;
-                                f(t, o, row + (lo as i64 * self.stride[2] as i64 + shift) as usize, hi - lo);
-                            }
-                        }
-                    }
-                    t += 1;
-                }
-            }
-        }
     }
 }
 
@@ -300,15 +275,20 @@ fn run(
         };
         return Ok(PyTensor::new(y, input.dtype));
     }
-    // For a transposed conv the roles swap: the geometry maps output taps back onto the input.
-    let geo = if transposed { Geo { len: out, k, out: len, stride: s, pad: p, dil: d } } else { Geo { len, k, out, stride: s, pad: p, dil: d } };
+    let geo = Geo { len, k, out, stride: s, pad: p, dil: d };
+    let shape = (n, c_in, c_out, groups);
+    // A transposed conv runs as forward convs over its phases (transposed.rs).
+    let plan = transposed.then(|| super::transposed::Plan::new(shape, len, k, out, s, p, d));
     let compute = if input.dtype == DType::F64 { candle_core::DType::F64 } else { candle_core::DType::F32 };
     let mut out_dims = vec![n, c_out];
     out_dims.extend(&out[3 - ns..]);
     crate::memory::ensure(&out_dims, compute, &Device::Cpu)?;
+    if let Some(plan) = &plan {
+        crate::memory::ensure(&[plan.scratch_elems()], compute, &Device::Cpu)?;
+    }
     fn typed<T: Elem + WithDType>(
         input: &PyTensor, weight: &PyTensor, bias: Option<&PyTensor>, geo: &Geo, (n, c_in, c_out, groups): (usize, usize, usize, usize),
-        transposed: bool, out_dims: &[usize],
+        plan: Option<&super::transposed::Plan>, out_dims: &[usize],
     ) -> PyResult<Tensor> {
         let b = match bias { Some(b) => Some(crate::tensor::cpu_vec::<T>(&b.t)?), None => None };
         if b.as_ref().is_some_and(|b| b.len() != c_out) {
@@ -318,21 +298,19 @@ fn run(
         let y = with_slice::<T, _>(&input.t, |x| {
             with_slice::<T, _>(&weight.t, |w| {
                 Python::attach(|py| py.detach(|| {
-                    if transposed {
-                        conv_t_impl::<T>(x, w, b.as_deref(), geo, n, c_in, c_out, groups)
-                    } else {
-                        conv_impl::<T>(x, w, b.as_deref(), geo, n, c_in, c_out, groups)
+                    match plan {
+                        Some(plan) => plan.run::<T>(x, w, b.as_deref()),
+                        None => conv_impl::<T>(x, w, b.as_deref(), geo, n, c_in, c_out, groups),
                     }
                 }))
             })
         })??;
         Tensor::from_vec(y, out_dims, &Device::Cpu).py()
     }
-    let shape = (n, c_in, c_out, groups);
     let result = if compute == candle_core::DType::F64 {
-        typed::<f64>(input, weight, bias, &geo, shape, transposed, &out_dims)?
+        typed::<f64>(input, weight, bias, &geo, shape, plan.as_ref(), &out_dims)?
     } else {
-        typed::<f32>(input, weight, bias, &geo, shape, transposed, &out_dims)?
+        typed::<f32>(input, weight, bias, &geo, shape, plan.as_ref(), &out_dims)?
     };
     let result = result.to_dtype(input.dtype.candle()).py()?.to_device(input.t.device()).py()?;
     Ok(PyTensor::new(result, input.dtype))
@@ -344,7 +322,7 @@ fn run(
 const TILE_ELEMS: usize = 1 << 18;
 
 #[allow(clippy::too_many_arguments)]
-fn conv_impl<T: Elem + WithDType>(x: &[T], w: &[T], b: Option<&[T]>, g: &Geo, n: usize, c_in: usize, c_out: usize, groups: usize) -> Vec<T> {
+pub(super) fn conv_impl<T: Elem + WithDType>(x: &[T], w: &[T], b: Option<&[T]>, g: &Geo, n: usize, c_in: usize, c_out: usize, groups: usize) -> Vec<T> {
     let (kk, ol, il) = (g.kernel(), g.out_len(), g.in_len());
     let (cin_g, cout_g) = (c_in / groups, c_out / groups);
     if n * c_out * ol == 0 || cin_g == 0 {
@@ -460,58 +438,6 @@ pub(super) fn as_f32<T: 'static>(v: &[T]) -> Option<&[f32]> {
     (std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>())
         // SAFETY: T is f32.
         .then(|| unsafe { std::slice::from_raw_parts(v.as_ptr() as *const f32, v.len()) })
-}
-
-#[allow(clippy::too_many_arguments)]
-fn conv_t_impl<T: Elem + WithDType>(x: &[T], w: &[T], b: Option<&[T]>, g: &Geo, n: usize, c_in: usize, c_out: usize, groups: usize) -> Vec<T> {
-    // Here g.len is the output grid and g.out the input grid (see `run`).
-    let (kk, il, ol) = (g.kernel(), g.out_len(), g.in_len());
-    let (cin_g, cout_g) = (c_in / groups, c_out / groups);
-    let mut y = vec![T::default(); n * c_out * ol];
-    let mut cols = uninit_vec::<T>(cout_g * kk * il); // every element written by the gemm
-    for bi in 0..n {
-        for gi in 0..groups {
-            let xg = &x[(bi * c_in + gi * cin_g) * il..(bi * c_in + (gi + 1) * cin_g) * il];
-            // cols (cout_g·k, L_in) = W_gᵀ · x_g, W_g being (cin_g, cout_g·k) row-major.
-            let wg = &w[gi * cin_g * cout_g * kk..(gi + 1) * cin_g * cout_g * kk];
-            gemm_slices(cout_g * kk, cin_g, il, wg, 1, cout_g * kk, xg, &mut cols, false);
-            let yg = &mut y[(bi * c_out + gi * cout_g) * ol..(bi * c_out + (gi + 1) * cout_g) * ol];
-            // col2im: each output channel sums its own taps, channels over the pool.
-            let cols = &cols;
-            let col2im = |co: usize, dst: &mut [T]| {
-                let src = &cols[co * kk * il..(co + 1) * kk * il];
-                let s2 = g.stride[2];
-                g.for_each_tap_run(|t, i, o, count| {
-                    let from = &src[t * il + i..t * il + i + count];
-                    if s2 == 1 {
-                        dst[o..o + count].iter_mut().zip(from).for_each(|(d, &v)| *d = *d + v);
-                    } else {
-                        dst[o..].iter_mut().step_by(s2).zip(from).for_each(|(d, &v)| *d = *d + v);
-                    }
-                });
-            };
-            if cout_g * kk * il >= crate::tensor::kernels::PAR_THRESHOLD {
-                crate::pool::chunks_mut(yg, ol.max(1), col2im);
-            } else {
-                yg.chunks_mut(ol.max(1)).enumerate().for_each(|(co, dst)| col2im(co, dst));
-            }
-        }
-    }
-    if let Some(b) = b {
-        add_bias(&mut y, b, c_out, ol);
-    }
-    y
-}
-
-multiversion! {
-    fn add_bias<T>(y: &mut [T], b: &[T], c_out: usize, ol: usize)
-    where [T: Elem]
-    {
-        for (i, plane) in y.chunks_mut(ol.max(1)).enumerate() {
-            let v = b[i % c_out];
-            plane.iter_mut().for_each(|x| *x = *x + v);
-        }
-    }
 }
 
 /// Convolution on other devices: Candle's conv1d/conv2d/conv_transpose kernels where their single

@@ -11,6 +11,7 @@ pub mod norm;
 pub mod pool;
 pub mod qlinear;
 pub mod rnn;
+mod transposed;
 mod window;
 mod winograd;
 
