@@ -478,6 +478,9 @@ unsafe fn direct_group_x86<V: Vector, E: Elem>(sh: &Shape, q: &[f32], p: &Part, 
         let qn = (nq - c).min(chunk);
         for pi in first..pages {
             let kt = kv[pi].k[g * d * PAGE..].as_ptr();
+            if let Some(next) = kv.get(pi + 1).filter(|_| pi + 1 < pages) {
+                prefetch(next.k[g * d * PAGE..].as_ptr(), d * PAGE);
+            }
             let o = (pi - first) * PAGE;
             let qp = |j: usize| qs.as_ptr().add((c + j) * d);
             let sp = |j: usize| sbase.add((c + j) * w + o);
@@ -503,6 +506,9 @@ unsafe fn direct_group_x86<V: Vector, E: Elem>(sh: &Shape, q: &[f32], p: &Part, 
         for pi in first..pages {
             let n = (end - pi * PAGE).min(PAGE);
             let v = kv[pi].v[g * PAGE * d..].as_ptr();
+            if let Some(next) = kv.get(pi + 1).filter(|_| pi + 1 < pages) {
+                prefetch(next.v[g * PAGE * d..].as_ptr(), (end - (pi + 1) * PAGE).min(PAGE) * d);
+            }
             let o = (pi - first) * PAGE;
             let pp = |j: usize| probs.as_ptr().add((c + j) * w + o);
             let o = |j: usize| dst[c + j];
@@ -513,6 +519,19 @@ unsafe fn direct_group_x86<V: Vector, E: Elem>(sh: &Shape, q: &[f32], p: &Part, 
                 _ => pv_page::<V, E, 4>(std::array::from_fn(pp), v, n, d, std::array::from_fn(o)),
             }
         }
+    }
+}
+
+/// Asks for the `n` elements at `p` in the cache: the next page of a head while this one is read.
+/// At batch 8 a step streams tens of MB of pages, and a page (one head's keys or values) is too
+/// short a stream for the hardware prefetcher to ramp up on.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn prefetch<E>(p: *const E, n: usize) {
+    use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+    let p = p as *const i8;
+    for line in (0..n * std::mem::size_of::<E>()).step_by(64) {
+        _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(line));
     }
 }
 

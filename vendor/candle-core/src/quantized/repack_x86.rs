@@ -631,6 +631,15 @@ mod kernels {
         let mut acc = [_mm512_setzero_ps(); MT];
         for b in 0..kb {
             let tile = &*t.add(b);
+            if MT > 1 {
+                // Several rows take longer over each tile than the hardware prefetcher needs to
+                // ramp up on a unit's short stream (one column of tiles): fetch four tiles ahead.
+                // One row compiles without it (its stream is the prefetcher's best case).
+                let ahead = t.wrapping_add(b + 4) as *const i8;
+                for line in (0..std::mem::size_of::<T>()).step_by(64) {
+                    _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(line));
+                }
+            }
             let acts: [&ActQ8_0; MT] = std::array::from_fn(|m| &*a[m].add(b));
             // One row alone: the even and odd groups on their own accumulators (two dependency
             // chains); several rows: one each (the rows are the independent chains, and registers
