@@ -143,7 +143,7 @@ mod candle_bind_c {
     #[pymodule_export]
     use crate::tensor::special::{special_binary, special_unary};
     #[pymodule_export]
-    use crate::tensor::shape::{cat, stack};
+    use crate::tensor::join::{cat, stack};
     #[pymodule_export]
     use crate::tensor::PyTensor;
     #[pymodule_export]

@@ -408,6 +408,30 @@ def test_cat_in_one_pass(dim, threads):
     close(cb.full((0, 3), 1.0), torch.full((0, 3), 1.0), 0, 0)
 
 
+@pytest.mark.parametrize("dim", [0, 1, 2, -1])
+def test_cat_reads_views_in_place(dim, threads):
+    """Inputs whose block per output row is contiguous are read where they are: slices (rotary
+    embeddings' halves of the last dim), views with gaps in the outer dims, expanded outer dims,
+    beside inputs that are copied first (a transpose) and empty ones; every thread count."""
+    a = rng.standard_normal((5, 7, 300, 64)).astype(np.float32)
+    t, c = both(a)
+
+    def pick(x):
+        # All (5, 5, 300, 32): a last-dim slice, a view with gaps in its outer dims, an expanded
+        # dim (stride 0), a transposed layout (copied first), and an empty one on the last dim.
+        views = [x[:, :5, :, 32:], x[:, 1:6, :, :32], x[:, :5, 7:8, :32].expand(5, 5, 300, 32),
+                 x[:, :5, :, :32].transpose(2, 3).contiguous().transpose(2, 3)]
+        return views + ([x[:, :5, :, :0]] if dim in (3, -1) else [])
+
+    tv, cv = pick(t), pick(c)
+    want = torch.cat(tv, dim)
+    same_bits(at_each(threads, lambda: cb.cat(cv, dim)))
+    close(cb.cat(cv, dim), want, 0, 0)
+    # The rotary pattern itself.
+    close(cb.cat((-c[..., 32:], c[..., :32]), -1), torch.cat((-t[..., 32:], t[..., :32]), -1), 0, 0)
+    close(cb.cat((c[..., 32:], c[..., :32]), -1), torch.cat((t[..., 32:], t[..., :32]), -1), 0, 0)
+
+
 @pytest.mark.parametrize("mode,size", [("nearest", (75, 83)), ("nearest", (20, 17)), ("bilinear", (75, 83)),
                                        ("bicubic", (64, 50)), ("nearest-exact", (101, 7))])
 def test_interpolate_planes_in_runs(mode, size, threads):

@@ -7,6 +7,7 @@ pub mod creation;
 pub mod dlpack;
 pub mod index;
 pub mod inplace;
+pub mod join;
 pub mod kernels;
 pub mod gemm16;
 pub mod linalg;
