@@ -125,7 +125,25 @@ impl Plan {
 
     pub(super) fn run<T: Elem + WithDType>(&self, x: &[T], w: &[T], b: Option<&[T]>) -> Vec<T> {
         let weights = self.weights(w);
-        let phases: Vec<Phase<T>> = self.phases().zip(&weights).map(|(ax, wp)| self.phase(x, wp, b, ax)).collect();
+        let axes: Vec<[&Axis; 3]> = self.phases().collect();
+        let threads = crate::pool::threads();
+        let phases: Vec<Phase<T>> = if threads > 1 && axes.len() >= threads {
+            // As many phases as threads or more (a stride-2 2-D upsampler's four): each phase on
+            // one thread (its kernels run serially inside a pool task), biggest first; a phase's
+            // own split over the pool left small ones poorly balanced (k3 s2 on a 32x32 map).
+            let cost = |ax: &[&Axis; 3]| ax.iter().map(|a| a.taps.len() * a.out).product::<usize>();
+            let mut order: Vec<usize> = (0..axes.len()).collect();
+            order.sort_by_key(|&i| std::cmp::Reverse(cost(&axes[i])));
+            let slots: Vec<std::sync::Mutex<Option<Phase<T>>>> = axes.iter().map(|_| std::sync::Mutex::new(None)).collect();
+            crate::pool::for_each(order.len(), &|t| {
+                let i = order[t];
+                let phase = self.phase(x, &weights[i], b, axes[i]);
+                *slots[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(phase);
+            });
+            slots.into_iter().filter_map(|s| s.into_inner().unwrap_or_else(|e| e.into_inner())).collect()
+        } else {
+            axes.iter().zip(&weights).map(|(ax, wp)| self.phase(x, wp, b, *ax)).collect()
+        };
         match &phases[..] {
             // One phase computed exactly: it is the result.
             [p] if p.grid == self.out && p.skip == [0; 3] => phases.into_iter().next().map(|p| p.y).unwrap_or_default(),
