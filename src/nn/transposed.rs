@@ -106,17 +106,29 @@ impl Plan {
         Some([ax[0].in_place()?, ax[1].in_place()?, ax[2].in_place()?])
     }
 
+    /// Whether a phase computes anything: it has outputs, and taps that reach them (otherwise its
+    /// outputs are the bias alone).
+    fn computes(ax: [&Axis; 3]) -> bool {
+        ax.iter().all(|a| a.out > 0 && !a.taps.is_empty())
+    }
+
+    /// A computed phase's forward-conv output grid, and its padding and skipped outputs where it
+    /// reads the input in place (else the grid is its outputs, over a padded copy).
+    fn grid(&self, ax: [&Axis; 3]) -> ([usize; 3], Option<[(usize, usize); 3]>) {
+        match Self::in_place(ax) {
+            Some(p) => (std::array::from_fn(|i| self.len[i] + 2 * p[i].0 + 1 - ((ax[i].taps.len() - 1) * ax[i].dil + 1)), Some(p)),
+            None => ([ax[0].out, ax[1].out, ax[2].out], None),
+        }
+    }
+
     /// Elements of the temporaries beside the output at their peak: every phase's output, and the
     /// largest padded copy of the input.
     pub(super) fn scratch_elems(&self) -> usize {
         let (mut outs, mut copy) = (0usize, 0usize);
         for ax in self.phases() {
-            let grid = (0..3).map(|i| match Self::in_place(ax) {
-                Some(p) => (self.len[i] + 2 * p[i].0 + 1).saturating_sub((ax[i].taps.len().max(1) - 1) * ax[i].dil + 1),
-                None => ax[i].out,
-            });
-            outs = outs.saturating_add(grid.fold(self.n * self.c_out, usize::saturating_mul));
-            if Self::in_place(ax).is_none() {
+            let grid = if Self::computes(ax) { self.grid(ax).0 } else { [ax[0].out, ax[1].out, ax[2].out] };
+            outs = outs.saturating_add(grid.iter().fold(self.n * self.c_out, |acc, &g| acc.saturating_mul(g)));
+            if Self::computes(ax) && Self::in_place(ax).is_none() {
                 copy = copy.max((0..3).fold(self.n * self.c_in, |acc, i| acc.saturating_mul(ax[i].padded(self.len[i]))));
             }
         }
@@ -168,7 +180,7 @@ impl Plan {
                         offs.extend(ax[2].taps.iter().map(|&t2| (t0 * self.k[1] + t1) * self.k[2] + t2));
                     }
                 }
-                if ax.iter().any(|a| a.out == 0) {
+                if !Self::computes(ax) {
                     offs.clear();
                 }
                 offs
@@ -196,7 +208,7 @@ impl Plan {
     fn phase<T: Elem + WithDType>(&self, x: &[T], wp: &[T], b: Option<&[T]>, ax: [&Axis; 3]) -> Phase<T> {
         let (n, c_in, c_out, groups) = (self.n, self.c_in, self.c_out, self.groups);
         let out = [ax[0].out, ax[1].out, ax[2].out];
-        if out.contains(&0) || ax.iter().any(|a| a.taps.is_empty()) {
+        if !Self::computes(ax) {
             // No output, or no tap lands on these outputs: the bias alone.
             let ql: usize = out.iter().product();
             let y = (0..n * c_out * ql).map(|i| b.map_or(T::default(), |b| b[i / ql % c_out])).collect();
@@ -204,9 +216,8 @@ impl Plan {
         }
         let m = [ax[0].taps.len(), ax[1].taps.len(), ax[2].taps.len()];
         let dil = [ax[0].dil, ax[1].dil, ax[2].dil];
-        if let Some(p) = Self::in_place(ax) {
+        if let (grid, Some(p)) = self.grid(ax) {
             let pad = p.map(|p| p.0);
-            let grid: [usize; 3] = std::array::from_fn(|i| self.len[i] + 2 * pad[i] + 1 - ((m[i] - 1) * dil[i] + 1));
             let g = Geo { len: self.len, k: m, out: grid, stride: [1; 3], pad, dil };
             return Phase { y: conv_impl(x, wp, b, &g, n, c_in, c_out, groups), grid, skip: p.map(|p| p.1) };
         }
