@@ -132,7 +132,8 @@ def test_conv_edge_shapes(shape, wshape, kw):
 
 
 def test_conv_weight_without_output_channels_raises():
-    for fn, x, w in [("conv1d", (1, 4, 130), (0, 4, 3)), ("conv2d", (1, 4, 10, 10), (0, 4, 3, 3))]:
+    for fn, x, w in [("conv1d", (1, 4, 130), (0, 4, 3)), ("conv2d", (1, 4, 10, 10), (0, 4, 3, 3)),
+                     ("conv_transpose2d", (2, 0, 5, 5), (0, 3, 3, 3))]:
         with pytest.raises(RuntimeError) as theirs:
             getattr(torch.nn.functional, fn)(make(x), make(w), padding=1)
         with pytest.raises(RuntimeError) as ours:

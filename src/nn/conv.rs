@@ -188,7 +188,7 @@ fn run(
     let (n, c_in) = (input.dims()[0], input.dims()[1]);
     let wd = weight.dims();
     let transposed = output_padding.is_some();
-    if !transposed && wd[0] < groups {
+    if wd[0] < groups {
         return Err(runtime_err(format!(
             "Given groups={groups}, expected weight to be at least {groups} at dimension 0, but got weight of size {wd:?} instead"
         )));
