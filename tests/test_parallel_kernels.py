@@ -306,6 +306,29 @@ def test_conv_transpose_threads(ci, co, h, k, s, p, threads):
     close(CF.conv_transpose2d(cx, cw, stride=s, padding=p), F.conv_transpose2d(tx, tw, stride=s, padding=p), 1e-4, 1e-3)
 
 
+@pytest.mark.parametrize("name,batch", [("LSTM", 3), ("GRU", 3), ("RNN", 4), ("LSTM", 1), ("GRU", 6)])
+def test_recurrent_steps_split_by_units(name, batch, threads):
+    """Each step split over the pool by blocks of 16 hidden units (200: 13 blocks, the last of 8), each
+    task finishing its units' cell arithmetic; packed (masked) rows too."""
+    torch.manual_seed(0)
+    t = getattr(torch.nn, name)(24, 200, num_layers=2)
+    c = getattr(cb.nn, name)(24, 200, num_layers=2)
+    c.load_state_dict(t.state_dict())
+    x = rng.standard_normal((9, batch, 24)).astype(np.float32)
+    tx, cx = both(x)
+    same_bits(at_each(threads, lambda: c(cx)[0]))
+    with torch.no_grad():
+        close(c(cx)[0], t(tx)[0], 1e-4, 1e-5)
+        lengths = [9] + [max(1, 9 - 2 * i) for i in range(1, batch)]
+        tp = torch.nn.utils.rnn.pack_padded_sequence(tx, lengths)
+        cp = cb.nn.utils.rnn.pack_padded_sequence(cx, lengths)
+        tout, th = t(tp)
+        cout, ch = c(cp)
+    close(cout.data, tout.data, 1e-4, 1e-5)
+    for a, b in zip(ch if isinstance(ch, tuple) else (ch,), th if isinstance(th, tuple) else (th,)):
+        close(a, b, 1e-4, 1e-5)
+
+
 @pytest.mark.parametrize("env,want", [({"OMP_NUM_THREADS": "1"}, "1"), ({"MKL_NUM_THREADS": "1"}, "1"),
                                       ({"OMP_NUM_THREADS": "3", "MKL_NUM_THREADS": "1"}, "3"),
                                       ({"OMP_NUM_THREADS": "junk"}, None)])

@@ -8,19 +8,23 @@ use crate::error::{runtime_err, IntoPyResult};
 use crate::tensor::kernels::{sigmoid_f32, tanh_f32};
 use crate::tensor::PyTensor;
 
-/// From 2 up to this many batch rows a step's h·W_hhᵀ runs on `panels`; past it gemm (which packs
-/// W every call, a cost that more rows amortise), and for one row gemm's gemv.
+/// Up to this many batch rows a step's h·W_hhᵀ runs on `panels`; past it gemm (which packs W every
+/// call, a cost that more rows amortise).
 const PANEL_ROWS: usize = 32;
-/// Columns of W_hhᵀ per panel: two AVX2 vectors.
+/// Columns of W_hhᵀ per panel: one AVX-512 vector, two AVX2 ones.
 const P: usize = 16;
 
-/// W (n×k, row-major) repacked once per call as n/P panels, each k rows of P consecutive columns of
-/// Wᵀ, so that a step streams W front to back exactly once (zero columns pad the last panel).
-fn panels(w: &[f32], n: usize, k: usize) -> Vec<f32> {
-    let np = n.div_ceil(P);
-    let mut out = vec![0f32; np * k * P];
-    for (j, row) in w.chunks_exact(k.max(1)).enumerate().take(n) {
-        let (pi, col) = (j / P, j % P);
+/// W (gates·h × k, row-major) repacked once per call as panels of P consecutive columns of Wᵀ, each k
+/// rows of P, so that a step streams W front to back exactly once. The panels go by block of P hidden
+/// units, then by gate — panel (jb, g) holds columns g·h + jb·P.. — so a run of panels holds every
+/// gate of a run of units and one task can finish those units' cell arithmetic by itself. Zero
+/// columns pad the last block.
+fn panels(w: &[f32], gates: usize, h: usize, k: usize) -> Vec<f32> {
+    let nb = h.div_ceil(P);
+    let mut out = vec![0f32; nb * gates * k * P];
+    for (j, row) in w.chunks_exact(k.max(1)).enumerate().take(gates * h) {
+        let (g, u) = (j / h, j % h);
+        let (pi, col) = ((u / P) * gates + g, u % P);
         for (kk, &v) in row.iter().enumerate() {
             out[(pi * k + kk) * P + col] = v;
         }
@@ -28,21 +32,160 @@ fn panels(w: &[f32], n: usize, k: usize) -> Vec<f32> {
     out
 }
 
-/// c (m×n) = a (m×k, row-major) · Wᵀ for W (n×k, row-major) — `wp` its `panels` — with the panels
-/// split over the pool once there is enough work.
+/// Accumulators of R rows by Q panels, each P lanes, for one pass over k.
+type Acc<const R: usize, const Q: usize> = [[[f32; P]; Q]; R];
+
+/// out[r·ld + q·P + l] = Σ_kk a[r·k + kk] · panel_(p0+q)[kk][l] for the `rows` (≤ R) rows of a (m×k)
+/// and the panels p0..p1, Q panels per pass of `block` (a remainder one panel at a time with
+/// `single`): one broadcast per row and one panel-row load per panel and kk.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn dots<const R: usize, const Q: usize>(
+    a: &[f32], rows: usize, k: usize, wp: &[f32], p0: usize, p1: usize, out: &mut [f32], ld: usize,
+    block: impl Fn(&[&[f32]; R], &[&[[f32; P]]; Q]) -> Acc<R, Q>,
+    single: impl Fn(&[&[f32]; R], &[&[[f32; P]]; 1]) -> Acc<R, 1>,
+) {
+    let mut padded = vec![0f32; R * k];
+    padded[..rows * k].copy_from_slice(&a[..rows * k]);
+    let xs: [&[f32]; R] = std::array::from_fn(|r| &padded[r * k..(r + 1) * k]);
+    let panel = |p: usize| &wp[p * k * P..(p + 1) * k * P].as_chunks::<P>().0[..k];
+    let mut store = |q0: usize, acc: &[[f32; P]], r: usize| {
+        for (q, v) in acc.iter().enumerate() {
+            out[r * ld + (q0 + q) * P..][..P].copy_from_slice(v);
+        }
+    };
+    let mut p = p0;
+    while p + Q <= p1 {
+        let acc = block(&xs, &std::array::from_fn(|q| panel(p + q)));
+        (0..rows).for_each(|r| store(p - p0, &acc[r], r));
+        p += Q;
+    }
+    for p in p..p1 {
+        let acc = single(&xs, &[panel(p)]);
+        (0..rows).for_each(|r| store(p - p0, &acc[r], r));
+    }
+}
+
+/// One pass of `dots` in plain arithmetic.
+fn block_plain<const R: usize, const Q: usize>(xs: &[&[f32]; R], pans: &[&[[f32; P]]; Q]) -> Acc<R, Q> {
+    let mut acc = [[[0f32; P]; Q]; R];
+    for kk in 0..xs[0].len() {
+        for q in 0..Q {
+            let wv = &pans[q][kk];
+            for r in 0..R {
+                let x = xs[r][kk];
+                for l in 0..P {
+                    acc[r][q][l] += x * wv[l];
+                }
+            }
+        }
+    }
+    acc
+}
+
+/// One pass of `dots` on AVX-512 FMAs, a panel row being one vector.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+fn block_avx512<const R: usize, const Q: usize>(xs: &[&[f32]; R], pans: &[&[[f32; P]]; Q]) -> Acc<R, Q> {
+    use std::arch::x86_64::*;
+    let mut acc = [[_mm512_setzero_ps(); Q]; R];
+    for kk in 0..xs[0].len() {
+        // SAFETY: a panel row is P = 16 floats.
+        let w: [__m512; Q] = std::array::from_fn(|q| unsafe { _mm512_loadu_ps(pans[q][kk].as_ptr()) });
+        for r in 0..R {
+            let x = _mm512_set1_ps(xs[r][kk]);
+            for q in 0..Q {
+                acc[r][q] = _mm512_fmadd_ps(x, w[q], acc[r][q]);
+            }
+        }
+    }
+    let mut out = [[[0f32; P]; Q]; R];
+    for r in 0..R {
+        for q in 0..Q {
+            // SAFETY: as above.
+            unsafe { _mm512_storeu_ps(out[r][q].as_mut_ptr(), acc[r][q]) };
+        }
+    }
+    out
+}
+
+/// One pass of `dots` on AVX2 FMAs, a panel row being two vectors.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+fn block_avx2<const R: usize, const Q: usize>(xs: &[&[f32]; R], pans: &[&[[f32; P]]; Q]) -> Acc<R, Q> {
+    use std::arch::x86_64::*;
+    let mut acc = [[[_mm256_setzero_ps(); 2]; Q]; R];
+    for kk in 0..xs[0].len() {
+        // SAFETY: a panel row is P = 16 floats.
+        let w: [[__m256; 2]; Q] = std::array::from_fn(|q| {
+            let p = pans[q][kk].as_ptr();
+            unsafe { [_mm256_loadu_ps(p), _mm256_loadu_ps(p.add(8))] }
+        });
+        for r in 0..R {
+            let x = _mm256_set1_ps(xs[r][kk]);
+            for q in 0..Q {
+                for h in 0..2 {
+                    acc[r][q][h] = _mm256_fmadd_ps(x, w[q][h], acc[r][q][h]);
+                }
+            }
+        }
+    }
+    let mut out = [[[0f32; P]; Q]; R];
+    for r in 0..R {
+        for q in 0..Q {
+            for h in 0..2 {
+                // SAFETY: as above.
+                unsafe { _mm256_storeu_ps(out[r][q][8 * h..].as_mut_ptr(), acc[r][q][h]) };
+            }
+        }
+    }
+    out
+}
+
+/// `dots` for up to 4 rows, with as many panels per pass as leave 8 vector accumulators (FMA latency
+/// times the two FMA ports).
+#[allow(clippy::too_many_arguments)]
+fn panel_dots(a: &[f32], rows: usize, k: usize, wp: &[f32], p0: usize, p1: usize, out: &mut [f32], ld: usize) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        macro_rules! with {
+            ($f:ident, $(($r:literal, $q:literal)),*) => {
+                // SAFETY (each closure): the CPU has the features of $f, as the level says.
+                match rows {
+                    $($r => dots::<$r, $q>(a, rows, k, wp, p0, p1, out, ld, |x, w| unsafe { $f(x, w) }, |x, w| unsafe { $f(x, w) }),)*
+                    _ => dots::<4, 1>(a, rows, k, wp, p0, p1, out, ld, |x, w| unsafe { $f(x, w) }, |x, w| unsafe { $f(x, w) }),
+                }
+            };
+        }
+        match crate::isa::level() {
+            crate::isa::Level::Avx512 => return with!(block_avx512, (1, 8), (2, 4), (3, 2), (4, 2)),
+            crate::isa::Level::Avx2 => return with!(block_avx2, (1, 4), (2, 2), (3, 1)),
+            _ => {}
+        }
+    }
+    dots::<4, 1>(a, rows, k, wp, p0, p1, out, ld, block_plain, block_plain)
+}
+
+/// c (m×n) = a (m×k, row-major) · Wᵀ for W (n×k, row-major) — `wp` its `panels` with one gate, or
+/// empty past PANEL_ROWS rows — split over the pool by column once there is enough work.
 fn mul_t(m: usize, n: usize, k: usize, a: &[f32], w: &[f32], wp: &[f32], c: &mut [f32]) {
     let parts = if m * n * k >= 1 << 17 { crate::pool::threads() } else { 1 };
     let np = n.div_ceil(P);
     let cp = crate::nn::Ptr(c.as_mut_ptr());
-    if (2..=PANEL_ROWS).contains(&m) {
+    if !wp.is_empty() {
         let per = np.div_ceil(parts).max(1);
         crate::pool::for_each(np.div_ceil(per), &|i| {
-            let panels = i * per..((i + 1) * per).min(np);
+            let (p0, p1) = (i * per, ((i + 1) * per).min(np));
+            let mut tile = vec![0f32; 4 * (p1 - p0) * P];
+            let (j0, cols) = (p0 * P, (p1 * P).min(n) - p0 * P);
             for r0 in (0..m).step_by(4) {
                 let rows = (m - r0).min(4);
-                // SAFETY: task i alone writes columns panels·P.. of rows r0..r0+rows of c (m×n).
-                let out = unsafe { std::slice::from_raw_parts_mut(cp.get().add(r0 * n), (rows - 1) * n + n) };
-                panel_dots(&a[r0 * k..(r0 + rows) * k], rows, k, wp, panels.clone(), n, out);
+                panel_dots(&a[r0 * k..(r0 + rows) * k], rows, k, wp, p0, p1, &mut tile, (p1 - p0) * P);
+                for r in 0..rows {
+                    // SAFETY: task i alone writes columns j0..j0+cols of the rows of c (m×n).
+                    let dst = unsafe { std::slice::from_raw_parts_mut(cp.get().add((r0 + r) * n + j0), cols) };
+                    dst.copy_from_slice(&tile[r * (p1 - p0) * P..][..cols]);
+                }
             }
         });
         return;
@@ -60,36 +203,6 @@ fn mul_t(m: usize, n: usize, k: usize, a: &[f32], w: &[f32], wp: &[f32], c: &mut
         }
     };
     crate::pool::for_each(n.div_ceil(step), &block);
-}
-
-crate::tensor::kernels::multiversion! {
-    /// out[r·n + j] = Σ_kk a[r·k + kk] · Wᵀ[kk][j] for `rows` ≤ 4 rows and the columns of `panels`:
-    /// 4 × P accumulators in registers, one broadcast per row and one panel row load per kk.
-    fn panel_dots<>(a: &[f32], rows: usize, k: usize, wp: &[f32], panels: std::ops::Range<usize>, n: usize, out: &mut [f32]) where []
-    {
-        let mut padded = vec![0f32; 4 * k];
-        padded[..rows * k].copy_from_slice(&a[..rows * k]);
-        let (a0, rest) = padded.split_at(k);
-        let (a1, rest) = rest.split_at(k);
-        let (a2, a3) = rest.split_at(k);
-        for pi in panels {
-            let panel = wp[pi * k * P..(pi + 1) * k * P].as_chunks::<P>().0;
-            let mut acc = [[0f32; P]; 4];
-            for (kk, wv) in panel.iter().enumerate() {
-                let (x0, x1, x2, x3) = (a0[kk], a1[kk], a2[kk], a3[kk]);
-                for l in 0..P {
-                    acc[0][l] += x0 * wv[l];
-                    acc[1][l] += x1 * wv[l];
-                    acc[2][l] += x2 * wv[l];
-                    acc[3][l] += x3 * wv[l];
-                }
-            }
-            let (j0, cols) = (pi * P, P.min(n - pi * P));
-            for (r, acc_r) in acc.iter().enumerate().take(rows) {
-                out[r * n + j0..r * n + j0 + cols].copy_from_slice(&acc_r[..cols]);
-            }
-        }
-    }
 }
 
 crate::tensor::kernels::multiversion! {
@@ -119,6 +232,93 @@ crate::tensor::kernels::multiversion! {
             let z = sigmoid_f32(xg[h + j] + hg[h + j]);
             let n = tanh_f32(xg[2 * h + j] + r * hg[2 * h + j]);
             out[j] = (1.0 - z) * n + z * hp[j];
+        }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Cell {
+    Lstm,
+    Gru,
+    Tanh,
+    Relu,
+}
+
+/// A layer's time loop without a projection (h has H units), on the panels of `panels(W_hh, gates,
+/// H, H)`.
+struct Scan<'a> {
+    cell: Cell,
+    gates: usize,
+    l: usize,
+    n: usize,
+    h: usize,
+    gi: &'a [f32],
+    wp: &'a [f32],
+    b: Option<&'a [f32]>,
+    mask: Option<&'a [f32]>,
+    reverse: bool,
+}
+
+impl Scan<'_> {
+    /// Runs every step: hs (N×H) and cs (N×H, LSTM only) carry the state, out (L×N×H) gets the outputs.
+    /// A step's units are split into one block range per task; a task computes its units' gate
+    /// pre-activations for every row and then their new h (and c), so the pool syncs once per step.
+    fn run(&self, hs: &mut [f32], cs: &mut [f32], out: &mut [f32]) {
+        let (n, h, gates) = (self.n, self.h, self.gates);
+        let gh = gates * h;
+        let nb = h.div_ceil(P);
+        let parts = if n * gh * h >= 1 << 17 { crate::pool::threads() } else { 1 };
+        let per = nb.div_ceil(parts).max(1);
+        let mut hnew = vec![0f32; n * h];
+        let (hp, cp) = (crate::nn::Ptr(hnew.as_mut_ptr()), crate::nn::Ptr(cs.as_mut_ptr()));
+        for step in 0..self.l {
+            let t = if self.reverse { self.l - 1 - step } else { step };
+            let x = &self.gi[t * n * gh..(t + 1) * n * gh];
+            let keep = |r: usize| self.mask.is_none_or(|m| m[t * n + r] != 0.0);
+            let prev: &[f32] = hs;
+            crate::pool::for_each(nb.div_ceil(per), &|i| {
+                let (b0, b1) = (i * per, ((i + 1) * per).min(nb));
+                let width = (b1 - b0) * gates * P;
+                let (u0, u) = (b0 * P, (b1 * P).min(h) - b0 * P);
+                let mut tile = vec![0f32; 4 * width];
+                let (mut xs, mut hg) = (vec![0f32; gates * u], vec![0f32; gates * u]);
+                for r0 in (0..n).step_by(4) {
+                    let rows = (n - r0).min(4);
+                    panel_dots(&prev[r0 * h..(r0 + rows) * h], rows, h, self.wp, b0 * gates, b1 * gates, &mut tile, width);
+                    for r in r0..r0 + rows {
+                        let (xr, tr) = (&x[r * gh..(r + 1) * gh], &tile[(r - r0) * width..(r - r0 + 1) * width]);
+                        // The pre-activations of this task's units, gate by gate, as the cell functions
+                        // take them (whole runs, so that they vectorise).
+                        for g in 0..gates {
+                            xs[g * u..(g + 1) * u].copy_from_slice(&xr[g * h + u0..g * h + u0 + u]);
+                            let hgg = &mut hg[g * u..(g + 1) * u];
+                            for (jb, d) in hgg.chunks_mut(P).enumerate() {
+                                d.copy_from_slice(&tr[(jb * gates + g) * P..][..d.len()]);
+                            }
+                            if let Some(b) = self.b {
+                                hgg.iter_mut().zip(&b[g * h + u0..g * h + u0 + u]).for_each(|(v, bb)| *v += bb);
+                            }
+                        }
+                        // SAFETY: task i alone writes units u0..u0+u of row r of hnew and cs (N×H).
+                        let hn = unsafe { std::slice::from_raw_parts_mut(hp.get().add(r * h + u0), u) };
+                        match self.cell {
+                            Cell::Lstm => {
+                                // SAFETY: as above.
+                                let c = unsafe { std::slice::from_raw_parts_mut(cp.get().add(r * h + u0), u) };
+                                lstm_gates(&xs, &hg, c, hn, keep(r))
+                            }
+                            Cell::Gru => gru_gates(&xs, &hg, &prev[r * h + u0..r * h + u0 + u], hn),
+                            Cell::Tanh => hn.iter_mut().zip(xs.iter().zip(&hg)).for_each(|(o, (a, b))| *o = tanh_f32(a + b)),
+                            Cell::Relu => hn.iter_mut().zip(xs.iter().zip(&hg)).for_each(|(o, (a, b))| *o = (a + b).max(0.0)),
+                        }
+                    }
+                }
+            });
+            for r in (0..n).filter(|&r| keep(r)) {
+                let src = &hnew[r * h..(r + 1) * h];
+                out[(t * n + r) * h..(t * n + r + 1) * h].copy_from_slice(src);
+                hs[r * h..(r + 1) * h].copy_from_slice(src);
+            }
         }
     }
 }
@@ -159,10 +359,17 @@ pub fn rnn_scan(
     }
     let gi = crate::tensor::cpu_vec::<f32>(&gi.t)?;
     let w = crate::tensor::cpu_vec::<f32>(&w_hh.t)?;
-    let wp = if (2..=PANEL_ROWS).contains(&n) { panels(&w, gh, hout) } else { vec![] };
+    // Without a projection every step is one parallel pass: each task multiplies h by the gates of its
+    // block of units and finishes their cell arithmetic.
+    let fused = w_hr.is_none() && n <= PANEL_ROWS;
+    let wp = match n <= PANEL_ROWS {
+        true if fused => panels(&w, gates, h, hout),
+        true => panels(&w, 1, gh, hout),
+        false => vec![],
+    };
     let b = b_hh.map(|b| crate::tensor::cpu_vec::<f32>(&b.t)).transpose()?;
     let wr = w_hr.map(|w| crate::tensor::cpu_vec::<f32>(&w.t)).transpose()?;
-    let wrp = match &wr { Some(wr) if (2..=PANEL_ROWS).contains(&n) => panels(wr, hout, h), _ => vec![] };
+    let wrp = match &wr { Some(wr) if n <= PANEL_ROWS => panels(wr, 1, hout, h), _ => vec![] };
     let m = mask.map(|m| crate::tensor::cpu_vec::<f32>(&m.t)).transpose()?;
     let mut hs = crate::tensor::cpu_vec::<f32>(&h0.t)?;
     let mut cs = match c0 {
@@ -170,6 +377,18 @@ pub fn rnn_scan(
         None => vec![],
     };
     let mut out = vec![0f32; l * n * hout];
+    if fused {
+        let cell = match mode { "LSTM" => Cell::Lstm, "GRU" => Cell::Gru, "RNN_TANH" => Cell::Tanh, _ => Cell::Relu };
+        let scan = Scan { cell, gates, l, n, h, gi: &gi, wp: &wp, b: b.as_deref(), mask: m.as_deref(), reverse };
+        Python::attach(|py| py.detach(|| scan.run(&mut hs, &mut cs, &mut out)));
+        let dt = h0.dtype;
+        let wrap = |v: Vec<f32>, dims: &[usize]| -> PyResult<PyTensor> {
+            let t = Tensor::from_vec(v, dims, &Device::Cpu).py()?;
+            Ok(PyTensor::new(crate::tensor::convert(&t, dt.candle())?, dt))
+        };
+        let c_n = if mode == "LSTM" { Some(wrap(cs, &[n, h])?) } else { None };
+        return Ok((wrap(out, &[l, n, hout])?, wrap(hs, &[n, hout])?, c_n));
+    }
     let run = || {
         let mut g = vec![0f32; n * gh];
         let mut hnew = vec![0f32; n * hout];
