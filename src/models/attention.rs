@@ -478,17 +478,15 @@ unsafe fn direct_group_x86<V: Vector, E: Elem>(sh: &Shape, q: &[f32], p: &Part, 
         let qn = (nq - c).min(chunk);
         for pi in first..pages {
             let kt = kv[pi].k[g * d * PAGE..].as_ptr();
-            if let Some(next) = kv.get(pi + 1).filter(|_| pi + 1 < pages) {
-                prefetch(next.k[g * d * PAGE..].as_ptr(), d * PAGE);
-            }
+            let ahead = kv.get(pi + 1).filter(|_| pi + 1 < pages).map_or(std::ptr::null(), |next| next.k[g * d * PAGE..].as_ptr());
             let o = (pi - first) * PAGE;
             let qp = |j: usize| qs.as_ptr().add((c + j) * d);
             let sp = |j: usize| sbase.add((c + j) * w + o);
             match qn {
-                1 => scores_page::<V, E, 1>([qp(0)], kt, d, [sp(0)]),
-                2 => scores_page::<V, E, 2>(std::array::from_fn(qp), kt, d, std::array::from_fn(sp)),
-                3 => scores_page::<V, E, 3>(std::array::from_fn(qp), kt, d, std::array::from_fn(sp)),
-                _ => scores_page::<V, E, 4>(std::array::from_fn(qp), kt, d, std::array::from_fn(sp)),
+                1 => scores_page::<V, E, 1>([qp(0)], kt, ahead, d, [sp(0)]),
+                2 => scores_page::<V, E, 2>(std::array::from_fn(qp), kt, ahead, d, std::array::from_fn(sp)),
+                3 => scores_page::<V, E, 3>(std::array::from_fn(qp), kt, ahead, d, std::array::from_fn(sp)),
+                _ => scores_page::<V, E, 4>(std::array::from_fn(qp), kt, ahead, d, std::array::from_fn(sp)),
             }
         }
     }
@@ -506,25 +504,26 @@ unsafe fn direct_group_x86<V: Vector, E: Elem>(sh: &Shape, q: &[f32], p: &Part, 
         for pi in first..pages {
             let n = (end - pi * PAGE).min(PAGE);
             let v = kv[pi].v[g * PAGE * d..].as_ptr();
-            if let Some(next) = kv.get(pi + 1).filter(|_| pi + 1 < pages) {
-                prefetch(next.v[g * PAGE * d..].as_ptr(), (end - (pi + 1) * PAGE).min(PAGE) * d);
-            }
+            let ahead = kv.get(pi + 1).filter(|_| pi + 1 < pages).map_or((std::ptr::null(), 0), |next| {
+                (next.v[g * PAGE * d..].as_ptr(), (end - (pi + 1) * PAGE).min(PAGE))
+            });
             let o = (pi - first) * PAGE;
             let pp = |j: usize| probs.as_ptr().add((c + j) * w + o);
             let o = |j: usize| dst[c + j];
             match qn {
-                1 => pv_page::<V, E, 1>([pp(0)], v, n, d, [o(0)]),
-                2 => pv_page::<V, E, 2>(std::array::from_fn(pp), v, n, d, std::array::from_fn(o)),
-                3 => pv_page::<V, E, 3>(std::array::from_fn(pp), v, n, d, std::array::from_fn(o)),
-                _ => pv_page::<V, E, 4>(std::array::from_fn(pp), v, n, d, std::array::from_fn(o)),
+                1 => pv_page::<V, E, 1>([pp(0)], v, ahead, n, d, [o(0)]),
+                2 => pv_page::<V, E, 2>(std::array::from_fn(pp), v, ahead, n, d, std::array::from_fn(o)),
+                3 => pv_page::<V, E, 3>(std::array::from_fn(pp), v, ahead, n, d, std::array::from_fn(o)),
+                _ => pv_page::<V, E, 4>(std::array::from_fn(pp), v, ahead, n, d, std::array::from_fn(o)),
             }
         }
     }
 }
 
-/// Asks for the `n` elements at `p` in the cache: the next page of a head while this one is read.
-/// At batch 8 a step streams tens of MB of pages, and a page (one head's keys or values) is too
-/// short a stream for the hardware prefetcher to ramp up on.
+/// Asks for the `n` elements at `p` in the cache. The page kernels ask for the next page of a head
+/// while they read this one, a row of it per row they read (paced, so that the requests never
+/// outnumber the core's miss buffers): at batch 8 a step streams tens of MB of pages, and a page (one
+/// head's keys or values) is too short a stream for the hardware prefetcher to ramp up on.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 unsafe fn prefetch<E>(p: *const E, n: usize) {
@@ -539,12 +538,15 @@ unsafe fn prefetch<E>(p: *const E, n: usize) {
 /// passes of 4 vectors of positions.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-unsafe fn scores_page<V: Vector, E: Elem, const Q: usize>(qs: [*const f32; Q], kt: *const E, d: usize, out: [*mut f32; Q]) {
+unsafe fn scores_page<V: Vector, E: Elem, const Q: usize>(qs: [*const f32; Q], kt: *const E, ahead: *const E, d: usize, out: [*mut f32; Q]) {
     let width = 4 * V::LANES;
     for at in (0..PAGE).step_by(width) {
         let mut acc = [[V::zero(); 4]; Q];
         for k in 0..d {
             let row = kt.add(k * PAGE + at);
+            if !ahead.is_null() {
+                prefetch(ahead.wrapping_add(k * PAGE + at), width);
+            }
             let keys = [0, 1, 2, 3].map(|c| V::load_elem(row.add(c * V::LANES)));
             for j in 0..Q {
                 let b = V::splat(*qs[j].add(k));
@@ -565,14 +567,16 @@ unsafe fn scores_page<V: Vector, E: Elem, const Q: usize>(qs: [*const f32; Q], k
 /// stripes of up to 4 vectors of dimensions (the accumulators stay in registers).
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-unsafe fn pv_page<V: Vector, E: Elem, const Q: usize>(probs: [*const f32; Q], v: *const E, n: usize, d: usize, out: [*mut f32; Q]) {
+unsafe fn pv_page<V: Vector, E: Elem, const Q: usize>(probs: [*const f32; Q], v: *const E, ahead: (*const E, usize), n: usize, d: usize, out: [*mut f32; Q]) {
     let mut at = 0;
     while at < d {
+        // The first stripe's pass asks for the next page's rows (`ahead`: pointer, rows).
+        let ahead = if at == 0 { ahead } else { (std::ptr::null(), 0) };
         match (d - at) / V::LANES {
-            1 => pv_stripe::<V, E, Q, 1>(probs, v.add(at), n, d, out.map(|o| o.add(at))),
-            2 => pv_stripe::<V, E, Q, 2>(probs, v.add(at), n, d, out.map(|o| o.add(at))),
-            3 => pv_stripe::<V, E, Q, 3>(probs, v.add(at), n, d, out.map(|o| o.add(at))),
-            _ => pv_stripe::<V, E, Q, 4>(probs, v.add(at), n, d, out.map(|o| o.add(at))),
+            1 => pv_stripe::<V, E, Q, 1>(probs, v.add(at), ahead, n, d, out.map(|o| o.add(at))),
+            2 => pv_stripe::<V, E, Q, 2>(probs, v.add(at), ahead, n, d, out.map(|o| o.add(at))),
+            3 => pv_stripe::<V, E, Q, 3>(probs, v.add(at), ahead, n, d, out.map(|o| o.add(at))),
+            _ => pv_stripe::<V, E, Q, 4>(probs, v.add(at), ahead, n, d, out.map(|o| o.add(at))),
         }
         at += 4 * V::LANES;
     }
@@ -580,7 +584,9 @@ unsafe fn pv_page<V: Vector, E: Elem, const Q: usize>(probs: [*const f32; Q], v:
 
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-unsafe fn pv_stripe<V: Vector, E: Elem, const Q: usize, const C: usize>(probs: [*const f32; Q], v: *const E, n: usize, d: usize, out: [*mut f32; Q]) {
+unsafe fn pv_stripe<V: Vector, E: Elem, const Q: usize, const C: usize>(
+    probs: [*const f32; Q], v: *const E, ahead: (*const E, usize), n: usize, d: usize, out: [*mut f32; Q],
+) {
     let mut acc = [[V::zero(); C]; Q];
     for j in 0..Q {
         for c in 0..C {
@@ -588,6 +594,9 @@ unsafe fn pv_stripe<V: Vector, E: Elem, const Q: usize, const C: usize>(probs: [
         }
     }
     for t in 0..n {
+        if t < ahead.1 {
+            prefetch(ahead.0.wrapping_add(t * d), d);
+        }
         let row = v.add(t * d);
         let vals: [V; C] = std::array::from_fn(|c| V::load_elem(row.add(c * V::LANES)));
         for j in 0..Q {
