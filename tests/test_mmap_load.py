@@ -243,3 +243,14 @@ def test_from_pretrained_maps_the_weights_under_the_shim(tmp_path):
     got = run(str(script), [str(tmp_path / "m")], shim=True)  # (the reference is this process's torch)
     assert got.pop("mapped") is True
     compare({"logits": want}, got, rtol=2e-2, atol=2e-2)  # bf16 logits
+
+
+def test_op_outputs_start_on_a_cache_line():
+    """Blocks of 4 KiB and more come from the allocator (src/io/mapped.rs) aligned to 64 bytes, so
+    that vector loads of an op's output never straddle two cache lines; growing a vector across the
+    threshold keeps its contents."""
+    x = cb.randn(4, 128, 1536)
+    for t in (x, x + 1, x.relu(), cb.full((64, 75, 101), 0.5), cb.empty(1024), x.sum(0), cb.cat([x, x])):
+        assert t.data_ptr() % 64 == 0
+    v = cb.tensor(list(range(3000)), dtype=cb.float32)  # built by growing a list of values
+    assert v.data_ptr() % 64 == 0 and v.tolist() == [float(i) for i in range(3000)]

@@ -135,34 +135,60 @@ fn maybe_mapped(size: usize) -> bool {
     size >= MAP_FROM && LIVE.load(Ordering::Relaxed) != 0
 }
 
-/// The process's allocator: the system's, except that blocks that are mapped tensors are unmapped.
+/// The process's allocator: the system's, except that blocks of 4 KiB and more start on a cache line
+/// (glibc's heap gives 16 bytes: every 64-byte vector load of a tensor would straddle two lines) and
+/// blocks that are mapped tensors are unmapped.
 pub struct Allocator;
 
-// SAFETY: every call is the system allocator's except for blocks registered in the table, which are
-// mappings that `map_region` handed to exactly one Vec; they are released once, here.
+/// Blocks from this size on are aligned to `LINE`.
+const ALIGN_FROM: usize = 4096;
+const LINE: usize = 64;
+
+/// The layout a block of `layout` is really allocated with (a function of the layout alone, so that
+/// alloc, realloc and dealloc of one block agree).
+fn lined(layout: Layout) -> Layout {
+    if layout.size() >= ALIGN_FROM && layout.align() < LINE {
+        Layout::from_size_align(layout.size(), LINE).unwrap_or(layout)
+    } else {
+        layout
+    }
+}
+
+// SAFETY: every call is the system allocator's, with the layout `lined` gives for the caller's
+// (the same for a block's alloc, realloc and dealloc, and at least as aligned as asked), except for
+// blocks registered in the table, which are mappings that `map_region` handed to exactly one Vec;
+// they are released once, here.
 unsafe impl GlobalAlloc for Allocator {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        unsafe { System.alloc(layout) }
+        unsafe { System.alloc(lined(layout)) }
     }
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        unsafe { System.alloc_zeroed(layout) }
+        unsafe { System.alloc_zeroed(lined(layout)) }
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         if !(maybe_mapped(layout.size()) && unmap(ptr)) {
-            unsafe { System.dealloc(ptr, layout) }
+            unsafe { System.dealloc(ptr, lined(layout)) }
         }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        if maybe_mapped(layout.size()) && table().find(ptr as usize).is_some() {
-            // A mapped buffer resized: it moves to the heap (the old block stays valid on failure).
-            let q = unsafe { System.alloc(Layout::from_size_align_unchecked(new_size, layout.align())) };
+        // SAFETY: the caller guarantees new_size rounded up to the alignment fits an isize.
+        let new = lined(unsafe { Layout::from_size_align_unchecked(new_size, layout.align()) });
+        let mapped = maybe_mapped(layout.size()) && table().find(ptr as usize).is_some();
+        if mapped || lined(layout).align() != new.align() {
+            // A mapped buffer resized moves to the heap; a block crossing ALIGN_FROM moves to a block of
+            // its new alignment (the old block stays valid on failure).
+            let q = unsafe { System.alloc(new) };
             if !q.is_null() {
                 unsafe { std::ptr::copy_nonoverlapping(ptr, q, layout.size().min(new_size)) };
-                unmap(ptr);
+                if mapped {
+                    unmap(ptr);
+                } else {
+                    unsafe { System.dealloc(ptr, lined(layout)) };
+                }
             }
             return q;
         }
-        unsafe { System.realloc(ptr, layout, new_size) }
+        unsafe { System.realloc(ptr, lined(layout), new_size) }
     }
 }
 
