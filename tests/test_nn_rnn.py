@@ -85,6 +85,15 @@ def test_rnn_errors():
         m(cb.zeros(3, 2, 4), (cb.zeros(2, 2, 5), cb.zeros(1, 2, 5)))
     with pytest.raises(ValueError):
         nn.LSTM(4, 5, proj_size=5)
+    # The native time loop checks every shape it is handed (an error, never a panic).
+    gi, h0, c0, w = cb.zeros(3, 2, 20), cb.zeros(2, 5), cb.zeros(2, 5), cb.zeros(20, 5)
+    bad = [dict(h0=cb.zeros(2, 6), w_hh=cb.zeros(20, 6)),  # h wider than the gates' units, no projection
+           dict(b_hh=cb.zeros(7)), dict(mask=cb.ones(2, 2)), dict(w_hr=cb.zeros(5, 3))]
+    for kw in bad:
+        args = dict(gi=gi, h0=h0, c0=c0, w_hh=w, b_hh=None, w_hr=None, mask=None) | kw
+        with pytest.raises(RuntimeError, match="rnn_scan"):
+            cb._C.rnn_scan("LSTM", args["gi"], args["h0"], args["c0"], args["w_hh"], args["b_hh"], args["w_hr"],
+                           args["mask"], False)
 
 
 @pytest.mark.filterwarnings("ignore:LSTM with projections")

@@ -354,6 +354,13 @@ pub fn rnn_scan(
     if w_hh.dims() != [gh, hout] || h0.numel() != n * hout || (mode == "LSTM" && c0.is_none_or(|c| c.numel() != n * h)) {
         return Err(runtime_err("rnn_scan: inconsistent shapes of gi, h0, c0 and w_hh"));
     }
+    let proj_ok = match w_hr {
+        Some(w) => w.dims() == [hout, h] && mode == "LSTM",
+        None => hout == h,
+    };
+    if gh % gates != 0 || !proj_ok || b_hh.is_some_and(|b| b.numel() != gh) || mask.is_some_and(|m| m.numel() != l * n) {
+        return Err(runtime_err("rnn_scan: inconsistent shapes of gi, w_hh, b_hh, w_hr and the mask"));
+    }
     if !crate::device::cpu_kernels(&gi.t) {
         return scan_dev(mode, gi, h0, c0, w_hh, b_hh, w_hr, mask, reverse);
     }
