@@ -144,51 +144,70 @@ pub struct Allocator;
 const ALIGN_FROM: usize = 4096;
 const LINE: usize = 64;
 
-/// The layout a block of `layout` is really allocated with (a function of the layout alone, so that
-/// alloc, realloc and dealloc of one block agree).
-fn lined(layout: Layout) -> Layout {
-    if layout.size() >= ALIGN_FROM && layout.align() < LINE {
-        Layout::from_size_align(layout.size(), LINE).unwrap_or(layout)
-    } else {
-        layout
+/// Whether a block of `layout` is one of our line-aligned ones (a function of the layout alone, so
+/// that alloc, realloc and dealloc of one block agree).
+fn lined(layout: Layout) -> bool {
+    layout.size() >= ALIGN_FROM && layout.align() <= LINE
+}
+
+/// A line-aligned block of `size` bytes: malloc's (or calloc's, which leaves fresh pages untouched:
+/// a zeroed vector's RSS grows only as it is written) block of `size + LINE`, moved up to the next
+/// line by 16..=64 bytes, the shift kept in the byte before the block.
+unsafe fn alloc_lined(size: usize, zeroed: bool) -> *mut u8 {
+    let Some(total) = size.checked_add(LINE) else { return std::ptr::null_mut() };
+    // SAFETY: plain libc allocation calls.
+    let raw = unsafe { if zeroed { libc::calloc(1, total) } else { libc::malloc(total) } } as *mut u8;
+    if raw.is_null() {
+        return raw;
+    }
+    let shift = LINE - (raw as usize % LINE); // 16..=64: malloc aligns to 16
+    // SAFETY: shift ≤ LINE, so the block and the byte before it lie within the total bytes.
+    unsafe {
+        let p = raw.add(shift);
+        *p.sub(1) = shift as u8;
+        p
     }
 }
 
-// SAFETY: every call is the system allocator's, with the layout `lined` gives for the caller's
-// (the same for a block's alloc, realloc and dealloc, and at least as aligned as asked), except for
-// blocks registered in the table, which are mappings that `map_region` handed to exactly one Vec;
-// they are released once, here.
+/// Frees a block from `alloc_lined`.
+unsafe fn free_lined(p: *mut u8) {
+    // SAFETY: p came from alloc_lined, which wrote its shift in the byte before it.
+    unsafe { libc::free(p.sub(*p.sub(1) as usize) as *mut libc::c_void) }
+}
+
+// SAFETY: blocks under ALIGN_FROM (or over-aligned) are the system allocator's; larger ones are
+// `alloc_lined`'s, at least as aligned as asked and freed by `free_lined`, whichever call made them
+// (`lined` depends on the layout alone); blocks registered in the table are mappings that
+// `map_region` handed to exactly one Vec, released once, here.
 unsafe impl GlobalAlloc for Allocator {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        unsafe { System.alloc(lined(layout)) }
+        if lined(layout) { unsafe { alloc_lined(layout.size(), false) } } else { unsafe { System.alloc(layout) } }
     }
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        unsafe { System.alloc_zeroed(lined(layout)) }
+        if lined(layout) { unsafe { alloc_lined(layout.size(), true) } } else { unsafe { System.alloc_zeroed(layout) } }
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        if !(maybe_mapped(layout.size()) && unmap(ptr)) {
-            unsafe { System.dealloc(ptr, lined(layout)) }
+        if maybe_mapped(layout.size()) && unmap(ptr) {
+            return;
         }
+        if lined(layout) { unsafe { free_lined(ptr) } } else { unsafe { System.dealloc(ptr, layout) } }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         // SAFETY: the caller guarantees new_size rounded up to the alignment fits an isize.
-        let new = lined(unsafe { Layout::from_size_align_unchecked(new_size, layout.align()) });
-        let mapped = maybe_mapped(layout.size()) && table().find(ptr as usize).is_some();
-        if mapped || lined(layout).align() != new.align() {
-            // A mapped buffer resized moves to the heap; a block crossing ALIGN_FROM moves to a block of
-            // its new alignment (the old block stays valid on failure).
-            let q = unsafe { System.alloc(new) };
-            if !q.is_null() {
-                unsafe { std::ptr::copy_nonoverlapping(ptr, q, layout.size().min(new_size)) };
-                if mapped {
-                    unmap(ptr);
-                } else {
-                    unsafe { System.dealloc(ptr, lined(layout)) };
-                }
-            }
-            return q;
+        let new = unsafe { Layout::from_size_align_unchecked(new_size, layout.align()) };
+        if !lined(layout) && !lined(new) && !(maybe_mapped(layout.size()) && table().find(ptr as usize).is_some()) {
+            return unsafe { System.realloc(ptr, layout, new_size) };
         }
-        unsafe { System.realloc(ptr, lined(layout), new_size) }
+        // A lined block, or a mapped buffer (which moves to the heap): a new block and a copy (the
+        // old block stays valid on failure).
+        let q = unsafe { self.alloc(new) };
+        if !q.is_null() {
+            unsafe {
+                std::ptr::copy_nonoverlapping(ptr, q, layout.size().min(new_size));
+                self.dealloc(ptr, layout);
+            }
+        }
+        q
     }
 }
 
