@@ -13,6 +13,7 @@ pub mod gemm16;
 pub mod linalg;
 pub mod meta;
 pub mod reduce;
+pub mod scan;
 pub mod scatter;
 pub mod select;
 pub mod special;

@@ -1,5 +1,5 @@
-//! Reductions over any set of dims (moved last, then reduced row by row in parallel), scans,
-//! softmax and log_softmax.
+//! Reductions over any set of dims (moved last, then reduced row by row in parallel), softmax and
+//! log_softmax (scans: `scan.rs`).
 
 use candle_core::{Device, Storage, Tensor, WithDType};
 use pyo3::prelude::*;
@@ -321,23 +321,6 @@ fn filled(x: &Tensor, v: f64, dt: candle_core::DType) -> PyResult<Tensor> {
     Tensor::ones((x.dims()[0], 1), dt, x.device()).py()?.affine(v, 0.0).py()
 }
 
-/// Inclusive scan of `x` along `dim` in log2(n) shifted adds (or products): exact for integers,
-/// no (n × n) matrix as Candle's cumsum builds.
-fn scan_dev(x: &Tensor, dim: usize, prod: bool) -> PyResult<Tensor> {
-    let n = x.dims()[dim];
-    let mut x = x.contiguous().py()?;
-    let mut s = 1;
-    while s < n {
-        let mut pad_dims = x.dims().to_vec();
-        pad_dims[dim] = s;
-        let pad = if prod { Tensor::ones(pad_dims, x.dtype(), x.device()) } else { Tensor::zeros(pad_dims, x.dtype(), x.device()) }.py()?;
-        let shifted = Tensor::cat(&[&pad, &x.narrow(dim, 0, n - s).py()?], dim).py()?;
-        x = if prod { (&x * &shifted).py()? } else { (&x + &shifted).py()? };
-        s *= 2;
-    }
-    Ok(x)
-}
-
 /// Sum of an f32 row in blocks of f32 lanes (vectorised) folded into f64, for accuracy and speed.
 /// Short rows (pooling heads, small dims) take 8 lanes and no 1024-element blocks around them.
 #[inline(always)]
@@ -554,43 +537,6 @@ impl PyTensor {
             ss / (n - correction).max(0.0)
         })?;
         Ok(self.same(r.to_dtype(self.dtype.candle()).py()?))
-    }
-
-    fn scan(&self, dim: i64, dtype: Option<DType>, prod: bool) -> PyResult<PyTensor> {
-        let out_dt = dtype.unwrap_or(if self.dtype.is_float() { self.dtype } else { DType::I64 });
-        let work_dt = match out_dt { DType::F16 | DType::BF16 => DType::F32, DType::Bool | DType::U8 | DType::I32 => DType::I64, d => d };
-        if self.rank() == 0 {
-            return Ok(PyTensor::new(cast(&self.t, self.dtype, out_dt)?, out_dt));
-        }
-        let d = norm_dim(dim, self.rank())?;
-        if !super::is_cpu(&self.t) {
-            let src = cast(&self.t, self.dtype, work_dt)?;
-            return Ok(PyTensor::new(cast(&scan_dev(&src, d, prod)?, work_dt, out_dt)?, out_dt));
-        }
-        let last = self.rank() - 1;
-        let src = cast(&self.t, self.dtype, work_dt)?.transpose(d, last).py()?.contiguous().py()?;
-        let n = src.dims()[last];
-        let out = with_dtype!(src.dtype(), T => {
-            let mut v: Vec<T> = src.flatten_all().py()?.to_vec1::<T>().py()?;
-            if n > 0 {
-                let scan = |rows: &mut [T]| {
-                    for row in rows.chunks_exact_mut(n) {
-                        for i in 1..row.len() {
-                            row[i] = if prod { row[i - 1] * row[i] } else { row[i - 1] + row[i] };
-                        }
-                    }
-                };
-                if v.len() >= super::kernels::PAR_THRESHOLD {
-                    let per = (v.len() / n).div_ceil(4 * crate::pool::threads()).max(1) * n;
-                    Python::attach(|py| py.detach(|| crate::pool::chunks_mut(&mut v, per, |_, rows| scan(rows))));
-                } else {
-                    scan(&mut v);
-                }
-            }
-            Tensor::from_vec(v, src.dims(), &Device::Cpu).py()
-        })?;
-        let out = out.transpose(d, last).py()?.contiguous().py()?;
-        Ok(PyTensor::new(cast(&out, work_dt, out_dt)?, out_dt))
     }
 
     pub fn softmax_impl(&self, dim: i64, dtype: Option<DType>, log: bool) -> PyResult<PyTensor> {
