@@ -6,7 +6,7 @@
 import os
 import sys
 
-from harness import best, header, setup
+from harness import header, row, setup
 
 torch, cb = setup(__doc__)
 from candle_bind import nn  # noqa: E402
@@ -22,10 +22,12 @@ def layer(name, make, shape, number, **kw):
     c.load_state_dict(t.state_dict())
     x = torch.randn(*shape)
     cx = cb.from_numpy(x.numpy())
-    with torch.no_grad():
-        tt = best(lambda: t(x), number)
-    ct = best(lambda: c(cx), number)
-    print(f"{name:<46} {tt * 1e6:>10.1f} {ct * 1e6:>10.1f} {ct / tt:>7.2f}")
+
+    @torch.no_grad()
+    def run_torch():
+        return t(x)
+
+    row(name, run_torch, lambda: c(cx), number)
 
 
 header("layer")
@@ -58,9 +60,8 @@ layer("Upsample bilinear x2, x (1,64,64,64)", lambda m: m.Upsample(scale_factor=
 def sdpa(name, shape, causal, number):
     q = torch.randn(*shape)
     cq = cb.from_numpy(q.numpy())
-    tt = best(lambda: torch.nn.functional.scaled_dot_product_attention(q, q, q, is_causal=causal), number)
-    ct = best(lambda: nn.functional.scaled_dot_product_attention(cq, cq, cq, is_causal=causal), number)
-    print(f"{name:<46} {tt * 1e6:>10.1f} {ct * 1e6:>10.1f} {ct / tt:>7.2f}")
+    row(name, lambda: torch.nn.functional.scaled_dot_product_attention(q, q, q, is_causal=causal),
+        lambda: nn.functional.scaled_dot_product_attention(cq, cq, cq, is_causal=causal), number)
 
 
 sdpa("SDPA causal (1,12,128,64)", (1, 12, 128, 64), True, 20)

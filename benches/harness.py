@@ -52,19 +52,23 @@ def settle(fn, seconds=0.25):
         fn()
 
 
-def best(fn, number):
-    """Seconds per call: the best of 5 repeats of `number` calls, after `settle`."""
+def best(fn, number, repeat=5):
+    """Seconds per call: the best of `repeat` repeats of `number` calls, after `settle`."""
     settle(fn)
-    return min(timeit.repeat(fn, number=number, repeat=5)) / number
+    return min(timeit.repeat(fn, number=number, repeat=repeat)) / number
 
 
 def header(label: str, width: int = 46, unit: str = "µs"):
     print(f"{label:<{width}} {'torch ' + unit:>10} {'cb ' + unit:>10} {'ratio':>7}")
 
 
-def row(name, t_fn, c_fn, number, width: int = 46):
-    """Times torch's and candle_bind's version of one case and prints the ratio cb / torch."""
-    t, c = best(t_fn, number), best(c_fn, number)
+def row(name, t_fn, c_fn, number, width: int = 46, rounds: int = 3):
+    """Times torch's and candle_bind's version of one case and prints the ratio cb / torch. The sides
+    take turns for `rounds` rounds (best of each side over all): a shared host's slow spells, which
+    last seconds, then fall on both sides alike instead of on whichever happened to be timing."""
+    t = c = float("inf")
+    for _ in range(rounds):
+        t, c = min(t, best(t_fn, number, 3)), min(c, best(c_fn, number, 3))
     print(f"{name:<{width}} {t * 1e6:>10.2f} {c * 1e6:>10.2f} {c / t:>7.2f}")
 
 
