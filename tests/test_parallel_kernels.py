@@ -89,6 +89,22 @@ def test_reductions_propagate_nan_and_read_views(threads):
     close(cb.tensor(2.5).amax(0), torch.tensor(2.5).amax(0))
 
 
+def test_row_max_min_tails_and_nan():
+    # Rows of 64 and more take the AVX-512 row kernel: every tail length past its 64-wide steps,
+    # NaN anywhere (first, middle, in the tail), infinities.
+    for n in (64, 65, 79, 80, 127, 128, 200, 1536):
+        a = rng.standard_normal((6, n)).astype(np.float32)
+        a[1, 0] = np.nan
+        a[2, n // 2] = np.nan
+        a[3, -1] = np.nan
+        a[4, 5] = np.inf
+        a[5, -2] = -np.inf
+        t, c = both(a)
+        for op in ("amax", "amin"):
+            assert np.array_equal(getattr(c, op)(-1).numpy(), getattr(t, op)(-1).numpy(), equal_nan=True), (n, op)
+        assert np.array_equal(c.max(-1).values.numpy(), t.max(-1).values.numpy(), equal_nan=True)
+
+
 def test_cumsum_rows(threads):
     a = rng.standard_normal((33, 4099)).astype(np.float32)
     t, c = both(a)

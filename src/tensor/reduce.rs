@@ -293,6 +293,63 @@ super::kernels::multiversion! {
     }
 }
 
+/// `extreme_rows` for f32 rows of 64 or more on AVX-512: one max (min) per vector into four
+/// accumulators and an unordered compare ORed into a mask (a NaN anywhere makes the row's result
+/// NaN); false where it does not apply (the caller runs `extreme_rows`).
+fn extreme_rows_f32<T: 'static>(data: &[T], row: usize, out: &mut [T], max: bool) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>() && row >= 64 && crate::isa::level() == crate::isa::Level::Avx512 {
+        // SAFETY: T is f32 (checked), the CPU runs AVX-512F (the level checked).
+        unsafe {
+            let data = std::slice::from_raw_parts(data.as_ptr() as *const f32, data.len());
+            let out = std::slice::from_raw_parts_mut(out.as_mut_ptr() as *mut f32, out.len());
+            for (o, r) in out.iter_mut().zip(data.chunks_exact(row)) {
+                *o = extreme_row_f32_512(r, max);
+            }
+        }
+        return true;
+    }
+    let _ = (data, row, out, max);
+    false
+}
+
+/// # Safety
+/// AVX-512F; `r.len() >= 64`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn extreme_row_f32_512(r: &[f32], max: bool) -> f32 {
+    use std::arch::x86_64::*;
+    let p = r.as_ptr();
+    let n = r.len();
+    // The new value first: on a tie the accumulator (the earlier value) stays, as `pick_max`.
+    let pick = |v: __m512, acc: __m512| if max { _mm512_max_ps(v, acc) } else { _mm512_min_ps(v, acc) };
+    let mut acc = [_mm512_loadu_ps(p); 4];
+    let mut nan: __mmask16 = 0;
+    let mut i = 0;
+    while i + 64 <= n {
+        for (k, a) in acc.iter_mut().enumerate() {
+            let v = _mm512_loadu_ps(p.add(i + 16 * k));
+            nan |= _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(v, v);
+            *a = pick(v, *a);
+        }
+        i += 64;
+    }
+    while i < n {
+        let m: __mmask16 = if n - i >= 16 { 0xffff } else { (1u16 << (n - i)) - 1 };
+        // Lanes past the row keep the accumulator's own values.
+        let v = _mm512_mask_loadu_ps(acc[0], m, p.add(i));
+        nan |= _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(v, v);
+        acc[0] = pick(v, acc[0]);
+        i += 16;
+    }
+    if nan != 0 {
+        // The first NaN of the row, as the scalar fold returns it.
+        return r.iter().copied().find(|v| v.is_nan()).unwrap_or(f32::NAN);
+    }
+    let a = pick(pick(acc[0], acc[1]), pick(acc[2], acc[3]));
+    if max { _mm512_reduce_max_ps(a) } else { _mm512_reduce_min_ps(a) }
+}
+
 /// The device form of `rows`: `dims` moved last and flattened into one row per output, `f` reducing
 /// a (outputs, row) tensor to (outputs, 1) with Candle ops; the result shaped as `rows` shapes it.
 fn rows_dev(t: &Tensor, dims: &[usize], keepdim: bool, f: impl FnOnce(&Tensor, usize) -> PyResult<Tensor>) -> PyResult<Tensor> {
@@ -473,7 +530,11 @@ impl PyTensor {
             };
             match outer {
                 Some(r) => Ok(r),
-                None => rows_batched::<T, T, _>(&src, dims, keepdim, |d, row, o| extreme_rows(d, row, o, max)),
+                None => rows_batched::<T, T, _>(&src, dims, keepdim, |d, row, o| {
+                    if !extreme_rows_f32(d, row, o, max) {
+                        extreme_rows(d, row, o, max)
+                    }
+                }),
             }
         })?;
         Ok(self.same(r.to_dtype(self.dtype.candle()).py()?))
