@@ -5,6 +5,8 @@ every thread count (as torch's do); float sums are fixed per output element too 
 summed by one task in one order), so they must match bit for bit as well.
 """
 
+import os
+
 import numpy as np
 import pytest
 import torch
@@ -108,20 +110,23 @@ def test_row_max_min_tails_and_nan():
 def test_cumsum_rows(threads):
     a = rng.standard_normal((33, 4099)).astype(np.float32)
     t, c = both(a)
+    # torch runs an f32 row's sums in f64 and rounds each; so does the host path (8 at a time on
+    # AVX-512: the same f32 results but for a rare double rounding). The device path (log2(n)
+    # shifted adds in f32, CANDLE_BIND_GENERIC=1) agrees within float tolerance.
+    host = os.environ.get("CANDLE_BIND_GENERIC") != "1"
+    tol = dict(rtol=0, atol=0) if host else dict(rtol=1e-5, atol=1e-2)
     for d in (0, 1, -1):
         same_bits(at_each(threads, lambda: c.cumsum(d)))
-        # torch runs an f32 row's sums in f64 and rounds each; ours too (8 at a time on AVX-512:
-        # the same f32 results but for a rare double rounding).
-        close(c.cumsum(d), t.cumsum(d), rtol=1e-6, atol=1e-5)
-        assert (c.cumsum(d).numpy() == t.cumsum(d).numpy()).mean() > 0.999
+        close(c.cumsum(d), t.cumsum(d), rtol=1e-6 if host else 1e-4, atol=1e-5 if host else 1e-3)
+        assert not host or (c.cumsum(d).numpy() == t.cumsum(d).numpy()).mean() > 0.999
     # Every tail length of the 8-wide steps, a strided view, a reversed dim.
     for n in range(1, 20):
         a = rng.standard_normal((3, n)).astype(np.float32) * 1e3
         t, c = both(a)
-        close(c.cumsum(1), t.cumsum(1), 0, 0)
+        close(c.cumsum(1), t.cumsum(1), **tol)
     t, c = both(rng.standard_normal((40, 300)).astype(np.float32))
-    close(c[:, ::3].cumsum(1), t[:, ::3].cumsum(1), 0, 0)
-    close(c.flip(1).cumsum(1), t.flip(1).cumsum(1), 0, 0)
+    close(c[:, ::3].cumsum(1), t[:, ::3].cumsum(1), **tol)
+    close(c.flip(1).cumsum(1), t.flip(1).cumsum(1), **tol)
     ai = rng.integers(-5, 5, (17, 5000))
     t, c = both(ai)
     same_bits(at_each(threads, lambda: c.cumsum(1)))
