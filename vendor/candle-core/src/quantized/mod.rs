@@ -1284,7 +1284,13 @@ impl crate::CustomOp1 for QTensor {
                 let slice = storage.as_slice::<f32>()?;
                 let slice =
                     &slice[layout.start_offset()..layout.start_offset() + src_shape.elem_count()];
-                let mut dst_storage = vec![0f32; dst_shape.elem_count()];
+                // candle-bind's patch: not zeroed up front: the packed kernels write every output
+                // (a batched decode step zeroed 7 MB of outputs on one thread while the others
+                // waited); the unpacked path below gets its zeros.
+                let mut dst_storage = Vec::with_capacity(dst_shape.elem_count());
+                // SAFETY: f32 has no invalid values; try_matmul_f32 writes every element when it
+                // returns true, and the buffer is zeroed before anything else reads it.
+                unsafe { dst_storage.set_len(dst_shape.elem_count()) };
 
                 let mkn = (dst_shape.elem_count() / n, k, n);
                 let used_packed = repack::try_matmul_f32(
@@ -1297,6 +1303,7 @@ impl crate::CustomOp1 for QTensor {
                 if used_packed {
                     return Ok((crate::CpuStorage::F32(dst_storage), dst_shape));
                 }
+                dst_storage.fill(0.0);
                 if self.blocks_released() {
                     crate::bail!("this quantized weight keeps only its packed tiles (into_packed_matmul_weight)")
                 }

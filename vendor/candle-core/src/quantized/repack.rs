@@ -229,8 +229,11 @@ pub(crate) fn try_matmul_f32(
     lhs: &[f32],
     dst: &mut [f32],
 ) -> Result<bool> {
+    // candle-bind's patch: `dst` may come uninitialised (QTensor's f32 forward); a kernel that
+    // returns true writes all of it, and those not checked for that get zeros first.
     #[cfg(target_arch = "aarch64")]
     {
+        dst.fill(0.0);
         let (m, k, n) = mkn;
         let dtype = storage.dtype();
         if let Some(kind) = PackedKind::select(dtype, mkn) {
@@ -274,6 +277,7 @@ pub(crate) fn try_matmul_f32(
         let dtype = storage.dtype();
         let lhs_q = super::repack_x86::quantize_lhs(lhs, m, k);
         if m >= 32 && dtype == super::GgmlDType::Q4K && super::repack_x86::amx_available() {
+            dst.fill(0.0);
             let tiles = packed
                 .x86_amx
                 .get_or_init(|| super::repack_x86::pack_q4k_amx(storage, n, k));

@@ -193,7 +193,11 @@ pub(crate) struct ActQ8_0 {
 /// `lhs` rows (m × k) quantized as ggml quantizes activations for Q8_0 weights.
 pub(crate) fn quantize_lhs_q8_0(lhs: &[f32], m: usize, k: usize) -> Vec<ActQ8_0> {
     let kb = k / QK8_0;
-    let mut out: Vec<ActQ8_0> = (0..m * kb).map(|_| ActQ8_0 { d: 0.0, sum: 0, dsum: 0.0, qs: [0; QK8_0] }).collect();
+    // Every block is written below (each row's, by `quantize`): not zeroed first.
+    let mut out: Vec<ActQ8_0> = Vec::with_capacity(m * kb);
+    // SAFETY: ActQ8_0 is plain numbers (any bits are a value), and every element is written
+    // before the vector is returned.
+    unsafe { out.set_len(m * kb) };
     // ggml's SIMD quantization (a scalar loop's roundf took a tenth of a batched decode step).
     let quantize = |row: &[f32], dst: &mut [ActQ8_0]| {
         let mut blocks = vec![super::k_quants::BlockQ8_1::zeros(); kb];
