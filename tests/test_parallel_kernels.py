@@ -91,6 +91,19 @@ def test_reductions_propagate_nan_and_read_views(threads):
     close(cb.tensor(2.5).amax(0), torch.tensor(2.5).amax(0))
 
 
+def test_short_row_sums(threads):
+    # Rows under 64 (pooling heads: 7x7 = 49) take one to four 16-lane loads, the last masked:
+    # every length, mean and sum, a 4-D mean over the last two dims as adaptive_avg_pool2d(x, 1).
+    for n in range(1, 64):
+        a = rng.standard_normal((37, n)).astype(np.float32)
+        t, c = both(a)
+        same_bits(at_each(threads, lambda: c.sum(-1)))
+        close(c.sum(-1), t.sum(-1), rtol=1e-5, atol=1e-5)
+        close(c.mean(-1), t.mean(-1), rtol=1e-5, atol=1e-6)
+    t, c = both(rng.standard_normal((8, 512, 7, 7)).astype(np.float32))
+    close(cb.nn.functional.adaptive_avg_pool2d(c, 1), torch.nn.functional.adaptive_avg_pool2d(t, 1), rtol=1e-5, atol=1e-6)
+
+
 def test_row_max_min_tails_and_nan():
     # Rows of 64 and more take the AVX-512 row kernel: every tail length past its 64-wide steps,
     # NaN anywhere (first, middle, in the tail), infinities.
