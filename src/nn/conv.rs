@@ -433,12 +433,7 @@ pub(super) fn conv_impl<T: Elem + WithDType>(x: &[T], w: &[T], b: Option<&[T]>, 
     y
 }
 
-/// The slice as f32 when T is f32.
-pub(super) fn as_f32<T: 'static>(v: &[T]) -> Option<&[f32]> {
-    (std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>())
-        // SAFETY: T is f32.
-        .then(|| unsafe { std::slice::from_raw_parts(v.as_ptr() as *const f32, v.len()) })
-}
+pub(super) use crate::tensor::kernels::as_f32;
 
 /// Convolution on other devices: Candle's conv1d/conv2d/conv_transpose kernels where their single
 /// stride/padding/dilation fits, else im2col through `window::gather` and one batched matmul.

@@ -2,7 +2,7 @@
 //! straight from the input, planes split over the pool. Stride-1 2-D planes are zero-padded once so
 //! that each tap is a fixed offset, and run in f32 register tiles (AVX-512 / AVX2 FMA).
 
-use crate::tensor::kernels::multiversion;
+use crate::tensor::kernels::{as_f32_mut, multiversion};
 use crate::tensor::linalg::Elem;
 
 use super::conv::{as_f32, Geo};
@@ -146,13 +146,6 @@ struct DwShape {
     kw: usize,
     dh: usize,
     dw: usize,
-}
-
-/// The slice as mutable f32 when T is f32.
-fn as_f32_mut<T: 'static>(v: &mut [T]) -> Option<&mut [f32]> {
-    (std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>())
-        // SAFETY: T is f32.
-        .then(|| unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr() as *mut f32, v.len()) })
 }
 
 /// Depthwise f32 over the padded plane's positions (output (r, c) sits at r·Wp + c of `long`

@@ -244,6 +244,20 @@ pub fn uninit_vec<T: Copy>(n: usize) -> Vec<T> {
     v
 }
 
+/// The slice as f32 when T is f32 (a generic kernel's f32 fast path).
+pub fn as_f32<T: 'static>(v: &[T]) -> Option<&[f32]> {
+    (std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>())
+        // SAFETY: T is f32.
+        .then(|| unsafe { std::slice::from_raw_parts(v.as_ptr() as *const f32, v.len()) })
+}
+
+/// The slice as mutable f32 when T is f32.
+pub fn as_f32_mut<T: 'static>(v: &mut [T]) -> Option<&mut [f32]> {
+    (std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>())
+        // SAFETY: T is f32.
+        .then(|| unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr() as *mut f32, v.len()) })
+}
+
 multiversion! {
     /// `out.fill(v)` compiled for the CPU's widest stores (the baseline build stores 16 bytes at a time).
     fn fill_chunk<T>(out: &mut [T], v: T) where [T: Copy]

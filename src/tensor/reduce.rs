@@ -298,14 +298,10 @@ super::kernels::multiversion! {
 /// NaN); false where it does not apply (the caller runs `extreme_rows`).
 fn extreme_rows_f32<T: 'static>(data: &[T], row: usize, out: &mut [T], max: bool) -> bool {
     #[cfg(target_arch = "x86_64")]
-    if std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>() && row >= 64 && crate::isa::level() == crate::isa::Level::Avx512 {
-        // SAFETY: T is f32 (checked), the CPU runs AVX-512F (the level checked).
-        unsafe {
-            let data = std::slice::from_raw_parts(data.as_ptr() as *const f32, data.len());
-            let out = std::slice::from_raw_parts_mut(out.as_mut_ptr() as *mut f32, out.len());
-            for (o, r) in out.iter_mut().zip(data.chunks_exact(row)) {
-                *o = extreme_row_f32_512(r, max);
-            }
+    if let (Some(data), Some(out), true) = (super::kernels::as_f32(data), super::kernels::as_f32_mut(out), row >= 64 && crate::isa::level() == crate::isa::Level::Avx512) {
+        for (o, r) in out.iter_mut().zip(data.chunks_exact(row)) {
+            // SAFETY: the CPU runs AVX-512F (the level checked); every row holds 64 or more values.
+            *o = unsafe { extreme_row_f32_512(r, max) };
         }
         return true;
     }

@@ -11,6 +11,7 @@
 use candle_core::{Device, Storage, Tensor};
 use pyo3::prelude::*;
 
+use super::kernels::{as_f32, as_f32_mut};
 use super::{cast, norm_dim, with_dtype, PyTensor};
 use crate::dtype::DType;
 use crate::error::{runtime_err, IntoPyResult};
@@ -133,18 +134,4 @@ impl PyTensor {
         let out = out.transpose(d, last).py()?.contiguous().py()?;
         Ok(PyTensor::new(cast(&out, work_dt, out_dt)?, out_dt))
     }
-}
-
-/// The slice as f32 when T is f32.
-fn as_f32<T: 'static>(v: &[T]) -> Option<&[f32]> {
-    (std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>())
-        // SAFETY: T is f32.
-        .then(|| unsafe { std::slice::from_raw_parts(v.as_ptr() as *const f32, v.len()) })
-}
-
-/// The slice as f32 when T is f32.
-fn as_f32_mut<T: 'static>(v: &mut [T]) -> Option<&mut [f32]> {
-    (std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>())
-        // SAFETY: T is f32.
-        .then(|| unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr() as *mut f32, v.len()) })
 }
