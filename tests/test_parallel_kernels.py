@@ -120,6 +120,25 @@ def test_row_max_min_tails_and_nan():
         assert np.array_equal(c.max(-1).values.numpy(), t.max(-1).values.numpy(), equal_nan=True)
 
 
+@pytest.mark.parametrize("op", ["cumsum", "sum", "mean", "amax", "amin"])
+def test_row_kernels_edge_shapes(op):
+    # 0-d with dim 0 / -1, empty rows and empty batches, one-element dims, rows of 64 and 100 under
+    # a single leading row: the same values, shapes and error types as torch, never a panic.
+    for shape, dim in [((), 0), ((), -1), ((0, 70), 1), ((70, 0), 1), ((70, 0), 0), ((1, 1), -1),
+                       ((1, 64), -1), ((1, 100), 1), ((3, 1, 49), -1), ((1,), 0)]:
+        a = rng.standard_normal(shape).astype(np.float32)
+        t, c = both(a)
+        try:
+            want = getattr(t, op)(dim)
+        except Exception as e:  # noqa: BLE001 - the type is compared
+            with pytest.raises(type(e)):
+                getattr(c, op)(dim)
+            continue
+        got = getattr(c, op)(dim)
+        assert tuple(got.shape) == tuple(want.shape) and str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1], (op, shape, dim)
+        close(got, want, rtol=1e-6, atol=1e-6)
+
+
 def test_cumsum_rows(threads):
     a = rng.standard_normal((33, 4099)).astype(np.float32)
     t, c = both(a)

@@ -526,13 +526,18 @@ impl PyTensor {
         }
     }
 
-    /// max/min over `dims` (values only), NaN propagating for floats.
-    fn extreme(&self, dims: &[usize], keepdim: bool, max: bool) -> PyResult<PyTensor> {
-        if self.numel() == 0 && dims.iter().any(|&d| self.dims()[d] == 0) {
-            return Err(runtime_err(format!(
-                "{}(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument.",
-                if max { "max" } else { "min" }
-            )));
+    /// max/min over `dims` (values only), NaN propagating for floats. `name` is the op torch's
+    /// errors name; `explicit`, whether the caller named the dims (torch's error then names the
+    /// empty one, as an IndexError).
+    fn extreme(&self, dims: &[usize], keepdim: bool, max: bool, name: &str, explicit: bool) -> PyResult<PyTensor> {
+        if let Some(&d) = dims.iter().find(|&&d| self.dims().get(d) == Some(&0)) {
+            return Err(if explicit {
+                crate::error::index_err(format!("{name}(): Expected reduction dim {d} to have non-zero size."))
+            } else {
+                runtime_err(format!(
+                    "{name}(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument."
+                ))
+            });
         }
         if !super::is_cpu(&self.t) {
             let src = if self.dtype == DType::Bool { self.t.clone() } else { self.t.clone() };
@@ -859,12 +864,14 @@ impl PyTensor {
     #[pyo3(signature = (dim=None, keepdim=false, *, axis=None, keepdims=None))]
     fn amax(&self, dim: Option<&Bound<'_, PyAny>>, keepdim: bool, axis: Option<&Bound<'_, PyAny>>, keepdims: Option<bool>) -> PyResult<PyTensor> {
         let (dim, keepdim) = (dim.or(axis), keepdim || keepdims.unwrap_or(false));
-        self.extreme(&reduce_dims(dim, self.rank())?, keepdim, true)
+        let explicit = dim.is_some_and(|d| !d.is_none());
+        self.extreme(&reduce_dims(dim, self.rank())?, keepdim, true, "amax", explicit)
     }
     #[pyo3(signature = (dim=None, keepdim=false, *, axis=None, keepdims=None))]
     fn amin(&self, dim: Option<&Bound<'_, PyAny>>, keepdim: bool, axis: Option<&Bound<'_, PyAny>>, keepdims: Option<bool>) -> PyResult<PyTensor> {
         let (dim, keepdim) = (dim.or(axis), keepdim || keepdims.unwrap_or(false));
-        self.extreme(&reduce_dims(dim, self.rank())?, keepdim, false)
+        let explicit = dim.is_some_and(|d| !d.is_none());
+        self.extreme(&reduce_dims(dim, self.rank())?, keepdim, false, "amin", explicit)
     }
     #[pyo3(signature = (dim=None, keepdim=false, *, axis=None, keepdims=None))]
     fn argmax(&self, dim: Option<i64>, keepdim: bool, axis: Option<i64>, keepdims: Option<bool>) -> PyResult<PyTensor> {
@@ -1039,7 +1046,7 @@ impl PyTensor {
 
     fn extreme_api(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>, keepdim: bool, max: bool) -> PyResult<Py<PyAny>> {
         match dim.filter(|d| !d.is_none()) {
-            None => Ok(Py::new(py, self.extreme(&(0..self.rank()).collect::<Vec<_>>(), false, max)?)?.into_any()),
+            None => Ok(Py::new(py, self.extreme(&(0..self.rank()).collect::<Vec<_>>(), false, max, if max { "max" } else { "min" }, false)?)?.into_any()),
             Some(d) if d.cast::<PyTensor>().is_ok() => {
                 let other = d.cast::<PyTensor>()?.borrow();
                 let op = if max { super::arith::BinOp::Maximum } else { super::arith::BinOp::Minimum };
@@ -1048,7 +1055,7 @@ impl PyTensor {
             Some(d) => {
                 let dim = norm_dim(d.extract::<i64>()?, self.rank())?;
                 let dims: Vec<usize> = if self.rank() == 0 { vec![] } else { vec![dim] };
-                let values = self.extreme(&dims, keepdim, max)?;
+                let values = self.extreme(&dims, keepdim, max, if max { "max" } else { "min" }, true)?;
                 let indices = self.arg_extreme(dim, keepdim, max)?;
                 values_indices(py, if max { "max" } else { "min" }, values, indices)
             }
