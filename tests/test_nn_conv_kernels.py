@@ -22,7 +22,9 @@ def pair(cls, *args, **kwargs):
 # column), padding 0-2, several tile-row blocks, one tile per image at the smallest.
 WINOGRAD = [(1, 16, 16, 8, 8, 1, True), (2, 16, 32, 9, 11, 1, False), (1, 32, 16, 7, 8, 0, True),
             (3, 17, 19, 13, 10, 2, True), (1, 64, 64, 56, 56, 1, True), (2, 24, 40, 30, 5, 1, True),
-            (1, 16, 16, 6, 70, 1, False)]
+            (1, 16, 16, 6, 70, 1, False),
+            # blocks of 20 and 36 tiles: a product tail of 4 positions (the half-vector tile)
+            (1, 16, 16, 4, 20, 1, True), (1, 16, 24, 8, 18, 1, False)]
 
 
 @pytest.mark.parametrize("n,cin,cout,h,w,p,bias", WINOGRAD)

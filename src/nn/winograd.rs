@@ -40,17 +40,23 @@ pub fn conv3x3(x: &[f32], w: &[f32], bias: Option<&[f32]>, p: &Plan) -> Vec<f32>
     // Padded planes cover every tile's 4×4 window: input (h, w) sits at (h + pad, w + pad).
     let (hp, wp) = (2 * th + 2, 2 * tw + 2);
     let planes = p.n * p.cin;
-    let mut padded = vec![0f32; planes * hp * wp];
+    // Zeroed by each plane's task (a memset of the whole buffer first ran on one thread).
+    let mut padded = uninit_vec::<f32>(planes * hp * wp);
     let pp = Ptr(padded.as_mut_ptr());
     crate::pool::for_each(planes, &|i| {
         // SAFETY: plane i owns its block.
         let dst = unsafe { pp.block(i, hp * wp) };
         let src = &x[i * p.h * p.w..(i + 1) * p.h * p.w];
-        for (r, row) in src.chunks_exact(p.w.max(1)).enumerate().take(p.h) {
-            let (rr, c0) = (r + p.pad[0], p.pad[1]);
-            if rr < hp {
-                let n = p.w.min(wp.saturating_sub(c0));
-                dst[rr * wp + c0..rr * wp + c0 + n].copy_from_slice(&row[..n]);
+        let c0 = p.pad[1].min(wp);
+        let n = p.w.min(wp - c0);
+        for (rr, drow) in dst.chunks_exact_mut(wp).enumerate() {
+            match rr.checked_sub(p.pad[0]).filter(|&r| r < p.h) {
+                Some(r) => {
+                    drow[..c0].fill(0.0);
+                    drow[c0..c0 + n].copy_from_slice(&src[r * p.w..r * p.w + n]);
+                    drow[c0 + n..].fill(0.0);
+                }
+                None => drow.fill(0.0),
             }
         }
     });
@@ -83,7 +89,14 @@ pub fn conv3x3(x: &[f32], w: &[f32], bias: Option<&[f32]>, p: &Plan) -> Vec<f32>
         let bi = i / blocks;
         let img = &padded[bi * p.cin * hp * wp..(bi + 1) * p.cin * hp * wp];
         for c in 0..p.cin {
-            input_tiles(&img[c * hp * wp..(c + 1) * hp * wp], wp, ty0, rows, tw, v, c * tb, sv, scratch);
+            let plane = &img[c * hp * wp..(c + 1) * hp * wp];
+            #[cfg(target_arch = "x86_64")]
+            if packed {
+                // SAFETY: `packed` holds only where the CPU runs AVX-512.
+                unsafe { x86::input_tiles(plane, wp, ty0, rows, tw, v, c * tb, sv) };
+                continue;
+            }
+            input_tiles(plane, wp, ty0, rows, tw, v, c * tb, sv, scratch);
         }
     };
     // Products xi of block i for output channels co0..co1 (co0 a multiple of 8 when packed).
@@ -116,6 +129,11 @@ pub fn conv3x3(x: &[f32], w: &[f32], bias: Option<&[f32]>, p: &Plan) -> Vec<f32>
         // SAFETY: rows r0..r1 of channel co of image bi belong to this call alone.
         let out = unsafe { std::slice::from_raw_parts_mut(yp.get().add(((bi * p.cout + co) * p.oh + r0) * p.ow), (r1 - r0) * p.ow) };
         let b = bias.map_or(0.0, |b| b[co]);
+        #[cfg(target_arch = "x86_64")]
+        if packed {
+            // SAFETY: as in `transform_in`.
+            return unsafe { x86::output_tiles(m, co * tb, sm, out, p.ow, rows, tw, b) };
+        }
         output_tiles(m, co * tb, sm, out, p.ow, rows, tw, b, scratch);
     };
     let threads = crate::pool::threads();
@@ -240,6 +258,117 @@ multiversion! {
             interleave(&mut out[r * ow..(r + 1) * ow], y00, y01);
             if (r + 2) * ow <= out.len() {
                 interleave(&mut out[(r + 1) * ow..(r + 2) * ow], y10, y11);
+            }
+        }
+    }
+}
+
+/// The two transforms on AVX-512, 16 tiles of a tile row per vector: loads split into even and odd
+/// columns by permutes, tails masked (the portable versions above leave half of this to scalar code:
+/// they took a quarter of a 64-channel layer's time).
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use std::arch::x86_64::*;
+
+    /// The first `n` (≤ 16) lanes.
+    #[inline(always)]
+    fn lanes(n: usize) -> __mmask16 {
+        ((1u32 << n.min(16)) - 1) as __mmask16
+    }
+
+    /// `input_tiles` (without its scratch rows).
+    ///
+    /// # Safety
+    /// AVX-512 F; the bounds are checked.
+    #[target_feature(enable = "avx512f")]
+    #[allow(clippy::too_many_arguments)]
+    pub(super) unsafe fn input_tiles(plane: &[f32], wp: usize, ty0: usize, rows: usize, tw: usize, v: &mut [f32], at: usize, stride: usize) {
+        assert!(wp == 2 * tw + 2 && (2 * (ty0 + rows) + 2) * wp <= plane.len());
+        let even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+        let odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+        let vp = v.as_mut_ptr();
+        for ty in 0..rows {
+            let t0 = at + ty * tw;
+            assert!(15 * stride + t0 + tw <= v.len());
+            for tx0 in (0..tw).step_by(16) {
+                // Row elements from 2·tx0 on: 2·(tw - tx0) + 2, all inside the row.
+                let avail = wp - 2 * tx0;
+                let mut h = [[_mm512_setzero_ps(); 4]; 4];
+                for (i, hi) in h.iter_mut().enumerate() {
+                    let r = plane.as_ptr().wrapping_add((2 * (ty0 + ty) + i) * wp + 2 * tx0);
+                    // SAFETY: masked to the row's elements (masked-off lanes are not read).
+                    let ld = |off: usize| unsafe { _mm512_maskz_loadu_ps(lanes(avail.saturating_sub(off)), r.wrapping_add(off)) };
+                    let (a0, b0, a2, b2) = (ld(0), ld(16), ld(2), ld(18));
+                    let (e0, o0) = (_mm512_permutex2var_ps(a0, even, b0), _mm512_permutex2var_ps(a0, odd, b0));
+                    let (e1, o1) = (_mm512_permutex2var_ps(a2, even, b2), _mm512_permutex2var_ps(a2, odd, b2));
+                    // Row i of d·B (see the portable version).
+                    *hi = [_mm512_sub_ps(e0, e1), _mm512_add_ps(o0, e1), _mm512_sub_ps(e1, o0), _mm512_sub_ps(o0, o1)];
+                }
+                let mask = lanes(tw - tx0);
+                for j in 0..4 {
+                    let vals = [
+                        _mm512_sub_ps(h[0][j], h[2][j]),
+                        _mm512_add_ps(h[1][j], h[2][j]),
+                        _mm512_sub_ps(h[2][j], h[1][j]),
+                        _mm512_sub_ps(h[1][j], h[3][j]),
+                    ];
+                    for (a, val) in vals.into_iter().enumerate() {
+                        // SAFETY: (a·4 + j)·stride + t0 + tx < v.len() for the unmasked tx, checked above.
+                        unsafe { _mm512_mask_storeu_ps(vp.add((a * 4 + j) * stride + t0 + tx0), mask, val) };
+                    }
+                }
+            }
+        }
+    }
+
+    /// `output_tiles` (without its scratch rows): each tile's two output columns interleaved by
+    /// permutes and stored masked to the row.
+    ///
+    /// # Safety
+    /// AVX-512 F; the bounds are checked.
+    #[target_feature(enable = "avx512f")]
+    #[allow(clippy::too_many_arguments)]
+    pub(super) unsafe fn output_tiles(m: &[f32], at: usize, stride: usize, out: &mut [f32], ow: usize, rows: usize, tw: usize, bias: f32) {
+        assert!(ow <= 2 * tw && 2 * tw <= ow + 1 && (2 * rows - 1) * ow <= out.len());
+        let lo = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+        let hi = _mm512_add_epi32(lo, _mm512_set1_epi32(8));
+        let b = _mm512_set1_ps(bias);
+        let op = out.as_mut_ptr();
+        // Columns 2·tx0.. of row `r`: a[t], b[t] interleaved, `cols` of them.
+        let store = |r: usize, tx0: usize, a: __m512, c: __m512| {
+            let cols = ow - 2 * tx0;
+            let p = op.wrapping_add(r * ow + 2 * tx0);
+            // SAFETY: masked to the row's columns; the row lies in `out` (checked by the caller).
+            unsafe {
+                _mm512_mask_storeu_ps(p, lanes(cols), _mm512_permutex2var_ps(a, lo, c));
+                _mm512_mask_storeu_ps(p.wrapping_add(16), lanes(cols.saturating_sub(16)), _mm512_permutex2var_ps(a, hi, c));
+            }
+        };
+        for ty in 0..rows {
+            let t0 = at + ty * tw;
+            assert!(15 * stride + t0 + tw <= m.len());
+            for tx0 in (0..tw).step_by(16) {
+                let mask = lanes(tw - tx0);
+                // SAFETY: k·stride + t0 + tx < m.len() for the unmasked tx, checked above.
+                let g = |k: usize| unsafe { _mm512_maskz_loadu_ps(mask, m.as_ptr().add(k * stride + t0 + tx0)) };
+                // t = Aᵀ·M (2×4), then Y = t·A (2×2).
+                let (mut t0r, mut t1r) = ([_mm512_setzero_ps(); 4], [_mm512_setzero_ps(); 4]);
+                for j in 0..4 {
+                    let (m0, m1, m2, m3) = (g(j), g(4 + j), g(8 + j), g(12 + j));
+                    t0r[j] = _mm512_add_ps(_mm512_add_ps(m0, m1), m2);
+                    t1r[j] = _mm512_sub_ps(_mm512_sub_ps(m1, m2), m3);
+                }
+                let y = |t: &[__m512; 4]| {
+                    (
+                        _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(t[0], t[1]), t[2]), b),
+                        _mm512_add_ps(_mm512_sub_ps(_mm512_sub_ps(t[1], t[2]), t[3]), b),
+                    )
+                };
+                let ((y00, y01), (y10, y11)) = (y(&t0r), y(&t1r));
+                store(2 * ty, tx0, y00, y01);
+                if (2 * ty + 2) * ow <= out.len() {
+                    store(2 * ty + 1, tx0, y10, y11);
+                }
             }
         }
     }
