@@ -328,8 +328,9 @@ unsafe fn tile8<A: TileWeights>(a: A, offs: &[usize], base: *const f32, p0: usiz
     unsafe {
         let mut acc = [_mm256_setzero_ps(); MR];
         if let Some(bias) = bias {
-            for (i, &v) in bias.iter().enumerate() {
-                acc[i] = _mm256_set1_ps(v);
+            let b = row_values(bias);
+            for (i, acci) in acc.iter_mut().enumerate() {
+                *acci = _mm256_set1_ps(b[i]);
             }
         }
         for (k, &off) in offs.iter().enumerate() {
@@ -338,8 +339,10 @@ unsafe fn tile8<A: TileWeights>(a: A, offs: &[usize], base: *const f32, p0: usiz
                 *acci = _mm256_fmadd_ps(_mm256_set1_ps(a.at(i, k)), bv, *acci);
             }
         }
-        for (i, &acci) in acc.iter().enumerate().take(rows) {
-            store(out.add(i * d.ol), _mm512_zextps256_ps512(acci), p0, d);
+        for (i, &acci) in acc.iter().enumerate() {
+            if i < rows {
+                store(out.add(i * d.ol), _mm512_zextps256_ps512(acci), p0, d);
+            }
         }
     }
 }
@@ -351,12 +354,10 @@ unsafe fn tile8<A: TileWeights>(a: A, offs: &[usize], base: *const f32, p0: usiz
 unsafe fn tile<const V: usize, A: TileWeights>(a: A, offs: &[usize], base: *const f32, p0: usize, bias: Option<&[f32]>, out: *mut f32, rows: usize, d: Dest) {
     // SAFETY: the caller's bounds (see `conv` and `product`).
     unsafe {
-        let mut acc = [[_mm512_setzero_ps(); V]; MR];
-        if let Some(bias) = bias {
-            for (i, &v) in bias.iter().enumerate() {
-                acc[i] = [_mm512_set1_ps(v); V];
-            }
-        }
+        // Set from the bias in one step (the array may live on the stack: zeroing it first, then
+        // writing rows at run-time indices, took a memset call per tile).
+        let b = bias.map_or([0.0; MR], row_values);
+        let mut acc: [[__m512; V]; MR] = std::array::from_fn(|i| [_mm512_set1_ps(b[i]); V]);
         for (k, &off) in offs.iter().enumerate() {
             let bp = base.add(off);
             let bv: [__m512; V] = std::array::from_fn(|v| _mm512_loadu_ps(bp.add(16 * v)));
@@ -367,13 +368,34 @@ unsafe fn tile<const V: usize, A: TileWeights>(a: A, offs: &[usize], base: *cons
                 }
             }
         }
-        for (i, acci) in acc.iter().enumerate().take(rows) {
-            let dst = out.add(i * d.ol);
+        if d.oh == 1 {
+            // One row (a product): lanes up to its end, no row arithmetic per store.
+            for (i, acci) in acc.iter().enumerate() {
+                for (v, &val) in acci.iter().enumerate() {
+                    let q0 = p0 + 16 * v;
+                    let mask = ((1u32 << d.ow.saturating_sub(q0).min(16)) - 1) as __mmask16;
+                    if i < rows {
+                        _mm512_mask_storeu_ps(out.add(i * d.ol).wrapping_add(q0), mask, val);
+                    }
+                }
+            }
+            return;
+        }
+        for (i, acci) in acc.iter().enumerate() {
             for (v, &val) in acci.iter().enumerate() {
-                store(dst, val, p0 + 16 * v, d);
+                if i < rows {
+                    store(out.add(i * d.ol), val, p0 + 16 * v, d);
+                }
             }
         }
     }
+}
+
+/// A tile's bias values, zeros past the rows it has.
+#[inline(always)]
+fn row_values(bias: &[f32]) -> [f32; MR] {
+    // Element by element: a copy of a run-time length is a memcpy call.
+    std::array::from_fn(|i| bias.get(i).copied().unwrap_or(0.0))
 }
 
 /// Stores the 16 positions q0.. of the copy's rows that are output positions (column < ow, row
