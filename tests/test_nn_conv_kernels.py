@@ -222,3 +222,29 @@ def test_conv_transpose_phases(cls, kwargs, shape):
     finally:
         cb.set_num_threads(old)
     check_layer(t.double(), c.double(), x.double(), atol=1e-10, rtol=1e-10)
+
+
+def test_transposed_winograd_filters_do_not_accumulate():
+    """A stride-1 transposed 3x3 runs Winograd on a flipped copy of its weight made per call: the
+    transformed filters are found again by content, so repeated calls do not pile up cache entries
+    (keyed by the copy's address, each call whose copy landed elsewhere added 1 MB here)."""
+    resource = pytest.importorskip("resource")
+    xs = make((1, 128, 12, 12), seed=20)
+    ws = [make((128, 128, 3, 3), seed=21 + i) * 0.05 for i in range(3)]
+    x, cws = to_cb(xs), [to_cb(w) for w in ws]
+    for w, cw in zip(ws, cws):
+        assert_same(F.conv_transpose2d(x, cw, padding=1), torch.nn.functional.conv_transpose2d(xs, w, padding=1), atol=5e-5, rtol=1e-4)
+    held = []
+
+    def calls(n):
+        for _ in range(n):
+            for cw in cws:
+                F.conv_transpose2d(x, cw, padding=1)
+                # A buffer of the copy's size kept alive takes its address, so the next copy lands
+                # elsewhere (the heap zeroes it: it counts in RSS, below).
+                held.append(cb.zeros(128 * 128 * 9))
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+    before, n = calls(3), len(held)
+    grown = calls(20) - before
+    assert grown < (len(held) - n) * 128 * 128 * 9 * 4 / 2**20 + 16

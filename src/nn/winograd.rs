@@ -391,17 +391,16 @@ fn interleave(row: &mut [f32], a: &[f32], b: &[f32]) {
 /// U = G·g·Gᵀ for every filter, as 16 matrices (C_out × C_in; `packed`: as `direct::pack_rows`
 /// packs them): transformed once per weight content.
 fn filters(w: &[f32], cout: usize, cin: usize, packed: bool) -> Arc<Vec<f32>> {
-    type Cache = Mutex<HashMap<(usize, usize, usize, bool), (u64, Arc<Vec<f32>>)>>;
+    // Keyed by content, not address: a transposed conv's flipped weight is a new buffer per call,
+    // and keyed by its address each call could add an entry (RSS grew 4 MB a call at 256 channels).
+    type Cache = Mutex<HashMap<(u64, usize, usize, bool), Arc<Vec<f32>>>>;
     static CACHE: std::sync::OnceLock<Cache> = std::sync::OnceLock::new();
     /// Transformed filters kept, in elements (~256 MB); past it the cache starts over.
     const CAP: usize = 64 << 20;
-    let key = (w.as_ptr() as usize, cout, cin, packed);
-    let sum = fingerprint(w);
+    let key = (fingerprint(w), cout, cin, packed);
     let cache = CACHE.get_or_init(Default::default);
-    if let Some((s, u)) = cache.lock().ok().and_then(|c| c.get(&key).cloned()) {
-        if s == sum {
-            return u;
-        }
+    if let Some(u) = cache.lock().ok().and_then(|c| c.get(&key).cloned()) {
+        return u;
     }
     let mut u = transform_filters(w, cout, cin);
     #[cfg(target_arch = "x86_64")]
@@ -414,10 +413,10 @@ fn filters(w: &[f32], cout: usize, cin: usize, packed: bool) -> Arc<Vec<f32>> {
     }
     let u = Arc::new(u);
     if let Ok(mut c) = cache.lock() {
-        if c.values().map(|(_, u)| u.len()).sum::<usize>() + u.len() > CAP {
+        if c.values().map(|u| u.len()).sum::<usize>() + u.len() > CAP {
             c.clear();
         }
-        c.insert(key, (sum, u.clone()));
+        c.insert(key, u.clone());
     }
     u
 }
