@@ -368,19 +368,6 @@ unsafe fn tile<const V: usize, A: TileWeights>(a: A, offs: &[usize], base: *cons
                 }
             }
         }
-        if d.oh == 1 {
-            // One row (a product): lanes up to its end, no row arithmetic per store.
-            for (i, acci) in acc.iter().enumerate() {
-                for (v, &val) in acci.iter().enumerate() {
-                    let q0 = p0 + 16 * v;
-                    let mask = ((1u32 << d.ow.saturating_sub(q0).min(16)) - 1) as __mmask16;
-                    if i < rows {
-                        _mm512_mask_storeu_ps(out.add(i * d.ol).wrapping_add(q0), mask, val);
-                    }
-                }
-            }
-            return;
-        }
         for (i, acci) in acc.iter().enumerate() {
             for (v, &val) in acci.iter().enumerate() {
                 if i < rows {
@@ -399,9 +386,14 @@ fn row_values(bias: &[f32]) -> [f32; MR] {
 }
 
 /// Stores the 16 positions q0.. of the copy's rows that are output positions (column < ow, row
-/// < oh) to their places in the output row `dst`.
+/// < oh) to their places in the output row `dst`. Inlined into each tile, whose rows share `d`.
 #[inline(always)]
 unsafe fn store(dst: *mut f32, v: __m512, q0: usize, d: Dest) {
+    if d.oh == 1 {
+        // One row (a product, a 1-D conv): lanes up to its end, no row arithmetic.
+        // SAFETY: the unmasked lanes are output positions of the row.
+        return unsafe { _mm512_mask_storeu_ps(dst.wrapping_add(q0), crate::tensor::kernels::lanes16(d.ow.saturating_sub(q0)), v) };
+    }
     let gap = d.wq - d.ow;
     let mut r = q0 / d.wq;
     while r < d.oh && r * d.wq < q0 + 16 {

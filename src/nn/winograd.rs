@@ -270,11 +270,7 @@ multiversion! {
 mod x86 {
     use std::arch::x86_64::*;
 
-    /// The first `n` (≤ 16) lanes.
-    #[inline(always)]
-    fn lanes(n: usize) -> __mmask16 {
-        ((1u32 << n.min(16)) - 1) as __mmask16
-    }
+    use crate::tensor::kernels::lanes16 as lanes;
 
     /// `input_tiles` (without its scratch rows).
     ///

@@ -235,6 +235,12 @@ multiversion! {
     }
 }
 
+/// The mask of the first `n` of 16 lanes (all 16 for `n` ≥ 16), as AVX-512's `__mmask16`.
+#[inline(always)]
+pub(crate) fn lanes16(n: usize) -> u16 {
+    ((1u32 << n.min(16)) - 1) as u16
+}
+
 /// A vector of `n` elements for a kernel to fill. Skipping the zeroing saves a pass over memory that
 /// costs as much as a whole elementwise op.
 pub fn uninit_vec<T: Copy>(n: usize) -> Vec<T> {

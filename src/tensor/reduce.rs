@@ -455,7 +455,7 @@ super::kernels::multiversion! {
 unsafe fn short_rows_512(data: &[f32], row: usize, out: &mut [f32], div: f64) {
     use std::arch::x86_64::*;
     let (full, rest) = (row / 16, row % 16);
-    let tail: __mmask16 = ((1u32 << rest) - 1) as __mmask16;
+    let tail = super::kernels::lanes16(rest);
     for (o, r) in out.iter_mut().zip(data.chunks_exact(row)) {
         let p = r.as_ptr();
         let mut acc = _mm512_maskz_loadu_ps(tail, p.add(full * 16));
