@@ -92,7 +92,7 @@ def test_im2col_tiles(cls, kwargs, shape):
 # stride-split input rows (wide maps). Odd channel counts leave partial 8-channel tiles; strides
 # with dilations that read only some stride phases; groups; 1-D front ends; one-vector row tails.
 DIRECT = [
-    ("Conv2d", dict(in_channels=3, out_channels=16, kernel_size=7, stride=2, padding=3), (1, 3, 64, 150)),
+    ("Conv2d", dict(in_channels=3, out_channels=12, kernel_size=7, stride=2, padding=3), (1, 3, 64, 150)),
     ("Conv2d", dict(in_channels=8, out_channels=20, kernel_size=3, stride=(2, 3), padding=(1, 2), dilation=(2, 1)), (2, 8, 41, 200)),
     ("Conv2d", dict(in_channels=12, out_channels=18, kernel_size=3, padding=1, groups=3), (2, 12, 9, 130)),
     ("Conv1d", dict(in_channels=4, out_channels=24, kernel_size=7, stride=2), (4, 4, 801)),
@@ -117,6 +117,52 @@ def test_direct_kernel(cls, kwargs, shape):
             check_layer(t, c, x, atol=5e-5, rtol=1e-4)
     finally:
         cb.set_num_threads(old)
+
+
+# Shapes Winograd F(4, 4) along the rows takes on AVX-512 (stride 2 along the columns, 5-8 taps,
+# 16+ output channels, 16+ output columns): rows of whole tiles and rows whose last tile is partial
+# (tiles that cross output rows), row strides 1 and 2, tile tails of 8 channels, 1-D front ends.
+STRIDED_WINOGRAD = [
+    ("Conv2d", dict(in_channels=3, out_channels=64, kernel_size=7, stride=2, padding=3), (1, 3, 96, 96)),
+    ("Conv2d", dict(in_channels=3, out_channels=16, kernel_size=7, stride=2, padding=3), (2, 3, 45, 67)),
+    ("Conv2d", dict(in_channels=4, out_channels=20, kernel_size=(3, 8), stride=(1, 2), padding=(1, 0)), (1, 4, 30, 70)),
+    ("Conv2d", dict(in_channels=2, out_channels=17, kernel_size=5, stride=2, padding=2, bias=False), (1, 2, 25, 80)),
+    ("Conv2d", dict(in_channels=4, out_channels=16, kernel_size=(2, 6), stride=2, padding=(0, 1)), (1, 4, 9, 71)),
+    ("Conv1d", dict(in_channels=32, out_channels=64, kernel_size=7, stride=2), (2, 32, 1000)),
+    ("Conv1d", dict(in_channels=16, out_channels=32, kernel_size=5, stride=2, padding=2), (3, 16, 301)),
+    ("Conv1d", dict(in_channels=8, out_channels=24, kernel_size=6, stride=2), (2, 8, 403)),
+    ("Conv1d", dict(in_channels=8, out_channels=16, kernel_size=8, stride=2, padding=3), (1, 8, 200)),
+]
+
+
+@pytest.mark.parametrize("cls,kwargs,shape", STRIDED_WINOGRAD, ids=[f"{c[0]}-{i}" for i, c in enumerate(STRIDED_WINOGRAD)])
+def test_strided_winograd(cls, kwargs, shape):
+    t, c = pair(cls, **kwargs)
+    x = make(shape, seed=15)
+    check_layer(t, c, x, atol=5e-5, rtol=1e-4)
+    check_layer(t, c, x.transpose(-1, -2).contiguous().transpose(-1, -2), atol=5e-5, rtol=1e-4)
+    # Every thread count gives the same bits: tiles are split, never their sums.
+    old = cb.get_num_threads()
+    try:
+        outs = []
+        for n in (1, 2, 3):
+            cb.set_num_threads(n)
+            outs.append(c(to_cb(x)).numpy())
+        assert all((o == outs[0]).all() for o in outs)
+    finally:
+        cb.set_num_threads(old)
+
+
+def test_strided_winograd_large_values():
+    """Inputs and weights far from 1 (the transforms scale by up to 8): relative error stays small."""
+    t, c = pair("Conv2d", 3, 32, 7, stride=2, padding=3)
+    with torch.no_grad():
+        t.weight.mul_(1e3)
+    c.load_state_dict(t.state_dict())
+    x = make((1, 3, 40, 72), seed=16) * 1e-2
+    want = t(x).detach()
+    got = torch.from_numpy(c(to_cb(x)).numpy())
+    assert float((got - want).abs().max() / want.abs().max()) < 1e-5
 
 
 @pytest.mark.parametrize("shape,wshape,kw", [

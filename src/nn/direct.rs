@@ -15,10 +15,10 @@ use crate::pool::SendPtr;
 use crate::tensor::kernels::uninit_vec;
 
 /// Output channels per register tile.
-const MR: usize = 8;
+pub(super) const MR: usize = 8;
 /// Vectors of 16 positions per register tile (8 × 3 accumulators + 3 B vectors + a broadcast).
 const NV: usize = 3;
-const NR: usize = 16 * NV;
+pub(super) const NR: usize = 16 * NV;
 /// Packed weights kept per group of channel tiles (bytes), so they stay in L2 while positions pass.
 const A_BYTES: usize = 256 << 10;
 
@@ -214,6 +214,19 @@ pub(super) unsafe fn product<A: Weights>(a: A, m: usize, k: usize, b: *const f32
             unsafe { tile_upto(n - p0, at, &offs, b.add(p0), p0, bias, c.add(co * ldc), rows, d) };
         }
     }
+}
+
+/// One register tile of a product whose B row k lies at `base + offs[k]`: C rows 0..rows (≤ MR,
+/// `ldc` apart) for positions 0..left (≤ NR).
+///
+/// # Safety
+/// `available()`; `a` holds offs.len() × MR weights, every B row is readable for NR elements, C
+/// for `rows` rows of `left`.
+#[allow(clippy::too_many_arguments)]
+pub(super) unsafe fn tile_at(a: Packed, offs: &[usize], base: *const f32, left: usize, c: *mut f32, ldc: usize, rows: usize) {
+    let d = Dest { wq: left, ow: left, oh: 1, ol: ldc };
+    // SAFETY: the caller's contract.
+    unsafe { tile_upto(left, a, offs, base, 0, None, c, rows, d) }
 }
 
 /// Where a tile's rows go: output channel rows of `ol` elements, positions over the copy's rows.

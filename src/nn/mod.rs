@@ -14,6 +14,8 @@ pub mod rnn;
 mod transposed;
 mod window;
 mod winograd;
+#[cfg(target_arch = "x86_64")]
+mod winograd_s2;
 
 
 pub(crate) use crate::pool::SendPtr as Ptr;
