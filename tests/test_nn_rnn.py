@@ -108,3 +108,21 @@ def test_recurrent_step_paths(name, batch):
     if name == "LSTM":
         t, c = pair(name, 12, 37, proj_size=19)
         compare(t, c, make((7, batch, 12), seed=7), atol=2e-5)
+
+
+@pytest.mark.parametrize("name", ["LSTM", "GRU"])
+def test_recurrent_weights_changed_between_calls(name):
+    """W_hh's panels are kept per weight content: in-place writes, a loaded state_dict and a fresh
+    layer of the same shape each give torch's answer."""
+    t, c = pair(name, 16, 32, num_layers=2)
+    x = make((7, 3, 16), seed=9)
+    compare(t, c, x)
+    with torch.no_grad():
+        t.weight_hh_l0[5, 3] += 1.0
+        t.weight_hh_l1.mul_(0.5)
+    compare(t, c, x)
+    t2, c2 = pair(name, 16, 32, num_layers=2)
+    with torch.no_grad():
+        for p in t2.parameters():
+            p.add_(0.25)
+    compare(t2, c2, x)

@@ -8,6 +8,7 @@ mod depthwise;
 #[cfg(target_arch = "x86_64")]
 mod direct;
 pub mod norm;
+mod packed;
 pub mod pool;
 pub mod qlinear;
 pub mod rnn;

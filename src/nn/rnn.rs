@@ -1,11 +1,13 @@
 //! The time loop of RNN/LSTM/GRU layers in Rust: per step one small gemm (h·W_hhᵀ) and the fused
 //! gate arithmetic; the input projection of all steps comes precomputed (one big matmul).
 
+use std::sync::Arc;
+
 use candle_core::{Device, Tensor};
 use pyo3::prelude::*;
 
 use crate::error::{runtime_err, IntoPyResult};
-use crate::tensor::kernels::{sigmoid_f32, tanh_f32};
+use crate::tensor::kernels::{sigmoid_f32, tanh_f32, uninit_vec};
 use crate::tensor::PyTensor;
 
 /// Up to this many batch rows a step's h·W_hhᵀ runs on `panels`; past it gemm (which packs W every
@@ -14,32 +16,38 @@ const PANEL_ROWS: usize = 32;
 /// Columns of W_hhᵀ per panel: one AVX-512 vector, two AVX2 ones.
 const P: usize = 16;
 
-/// W (gates·h × k, row-major) repacked once per call as panels of P consecutive columns of Wᵀ, each k
-/// rows of P, so that a step streams W front to back exactly once. The panels go by block of P hidden
-/// units, then by gate — panel (jb, g) holds columns g·h + jb·P.. — so a run of panels holds every
-/// gate of a run of units and one task can finish those units' cell arithmetic by itself. Zero
-/// columns pad the last block. Written a panel at a time (its k·P values stay in L1 while W's rows
-/// are read along memory; writing W's rows across the whole output missed cache on every value and
-/// took 0.2 ms of a 2-layer h256 LSTM call), panels over the pool.
-fn panels(w: &[f32], gates: usize, h: usize, k: usize) -> Vec<f32> {
-    let nb = h.div_ceil(P);
-    let mut out = vec![0f32; nb * gates * k * P];
-    let fill = |pi: usize, panel: &mut [f32]| {
-        let (jb, g) = (pi / gates, pi % gates);
-        for col in 0..h.saturating_sub(jb * P).min(P) {
-            let row = &w[(g * h + jb * P + col) * k..][..k];
-            for (dst, &v) in panel.iter_mut().skip(col).step_by(P).zip(row) {
-                *dst = v;
+/// W (gates·h × k, row-major) repacked as panels of P consecutive columns of Wᵀ, each k rows of P, so
+/// that a step streams W front to back exactly once; made once per weight content (`packed`: the
+/// repack and its zeroing took a tenth of a step loop). The panels go by block of P hidden units,
+/// then by gate — panel (jb, g) holds columns g·h + jb·P.. — so a run of panels holds every gate of a
+/// run of units and one task can finish those units' cell arithmetic by itself. Zero columns pad the
+/// last block. Written a panel at a time (its k·P values stay in L1 while W's rows are read along
+/// memory; writing W's rows across the whole output missed cache on every value), panels over the
+/// pool.
+fn panels(w: &[f32], gates: usize, h: usize, k: usize) -> Arc<Vec<f32>> {
+    super::packed::cached("rnn panels", [gates, h, k, 0], w, |w| {
+        let nb = h.div_ceil(P);
+        let mut out = uninit_vec::<f32>(nb * gates * k * P);
+        let fill = |pi: usize, panel: &mut [f32]| {
+            let (jb, g) = (pi / gates, pi % gates);
+            let cols = h.saturating_sub(jb * P).min(P);
+            for col in 0..P {
+                let dst = panel.iter_mut().skip(col).step_by(P);
+                if col < cols {
+                    dst.zip(&w[(g * h + jb * P + col) * k..][..k]).for_each(|(d, &v)| *d = v);
+                } else {
+                    dst.for_each(|d| *d = 0.0);
+                }
             }
+        };
+        let chunk = (k * P).max(1);
+        if out.len() >= crate::tensor::kernels::PAR_THRESHOLD {
+            crate::pool::chunks_mut(&mut out, chunk, fill);
+        } else {
+            out.chunks_mut(chunk).enumerate().for_each(|(pi, panel)| fill(pi, panel));
         }
-    };
-    let chunk = (k * P).max(1);
-    if out.len() >= crate::tensor::kernels::PAR_THRESHOLD {
-        crate::pool::chunks_mut(&mut out, chunk, fill);
-    } else {
-        out.chunks_mut(chunk).enumerate().for_each(|(pi, panel)| fill(pi, panel));
-    }
-    out
+        out
+    })
 }
 
 /// Accumulators of R rows by Q panels, each P lanes, for one pass over k.
@@ -219,12 +227,17 @@ crate::tensor::kernels::multiversion! {
     /// LSTM cell arithmetic for one row (gates i, f, g, o), vectorised per instruction set.
     fn lstm_gates<>(xg: &[f32], hg: &[f32], c: &mut [f32], hf: &mut [f32], keep: bool) where []
     {
+        // Every operand sliced to h first: indexing xg[3h + j] in the loop kept a bounds check per
+        // gate, and with it the loop stayed scalar (a fifth of an LSTM step).
         let h = c.len();
+        let hf = &mut hf[..h];
+        let (xi, xf, xc, xo) = (&xg[..h], &xg[h..2 * h], &xg[2 * h..3 * h], &xg[3 * h..4 * h]);
+        let (hi, hff, hc, ho) = (&hg[..h], &hg[h..2 * h], &hg[2 * h..3 * h], &hg[3 * h..4 * h]);
         for j in 0..h {
-            let i_ = sigmoid_f32(xg[j] + hg[j]);
-            let f_ = sigmoid_f32(xg[h + j] + hg[h + j]);
-            let g_ = tanh_f32(xg[2 * h + j] + hg[2 * h + j]);
-            let o_ = sigmoid_f32(xg[3 * h + j] + hg[3 * h + j]);
+            let i_ = sigmoid_f32(xi[j] + hi[j]);
+            let f_ = sigmoid_f32(xf[j] + hff[j]);
+            let g_ = tanh_f32(xc[j] + hc[j]);
+            let o_ = sigmoid_f32(xo[j] + ho[j]);
             let c2 = f_ * c[j] + i_ * g_;
             hf[j] = o_ * tanh_f32(c2);
             c[j] = if keep { c2 } else { c[j] };
@@ -237,10 +250,13 @@ crate::tensor::kernels::multiversion! {
     fn gru_gates<>(xg: &[f32], hg: &[f32], hp: &[f32], out: &mut [f32]) where []
     {
         let h = out.len();
+        let hp = &hp[..h];
+        let (xr, xz, xn) = (&xg[..h], &xg[h..2 * h], &xg[2 * h..3 * h]);
+        let (hr, hz, hn) = (&hg[..h], &hg[h..2 * h], &hg[2 * h..3 * h]);
         for j in 0..h {
-            let r = sigmoid_f32(xg[j] + hg[j]);
-            let z = sigmoid_f32(xg[h + j] + hg[h + j]);
-            let n = tanh_f32(xg[2 * h + j] + r * hg[2 * h + j]);
+            let r = sigmoid_f32(xr[j] + hr[j]);
+            let z = sigmoid_f32(xz[j] + hz[j]);
+            let n = tanh_f32(xn[j] + r * hn[j]);
             out[j] = (1.0 - z) * n + z * hp[j];
         }
     }
@@ -380,7 +396,7 @@ pub fn rnn_scan(
     let fused = w_hr.is_none() && n <= PANEL_ROWS;
     let b = b_hh.map(|b| crate::tensor::cpu_vec::<f32>(&b.t)).transpose()?;
     let wr = w_hr.map(|w| crate::tensor::cpu_vec::<f32>(&w.t)).transpose()?;
-    let wrp = match &wr { Some(wr) if n <= PANEL_ROWS => panels(wr, 1, hout, h), _ => vec![] };
+    let wrp = match &wr { Some(wr) if n <= PANEL_ROWS => panels(wr, 1, hout, h), _ => Arc::default() };
     let m = mask.map(|m| crate::tensor::cpu_vec::<f32>(&m.t)).transpose()?;
     let mut hs = crate::tensor::cpu_vec::<f32>(&h0.t)?;
     let mut cs = match c0 {
@@ -405,7 +421,7 @@ pub fn rnn_scan(
     }
     let gi = crate::tensor::cpu_vec::<f32>(&gi.t)?;
     let w = crate::tensor::cpu_vec::<f32>(&w_hh.t)?;
-    let wp = if n <= PANEL_ROWS { panels(&w, 1, gh, hout) } else { vec![] };
+    let wp = if n <= PANEL_ROWS { panels(&w, 1, gh, hout) } else { Arc::default() };
     let run = || {
         let mut g = vec![0f32; n * gh];
         let mut hnew = vec![0f32; n * hout];

@@ -4,8 +4,7 @@
 //! 2.25× and stays in gemm. Tiles go in blocks of whole tile rows sized to stay in L2. Filters are
 //! transformed once per weight content and cached (inference weights do not change).
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use crate::tensor::kernels::{multiversion, uninit_vec};
 use crate::tensor::linalg::gemm_serial;
@@ -387,34 +386,18 @@ fn interleave(row: &mut [f32], a: &[f32], b: &[f32]) {
 /// U = G·g·Gᵀ for every filter, as 16 matrices (C_out × C_in; `packed`: as `direct::pack_rows`
 /// packs them): transformed once per weight content.
 fn filters(w: &[f32], cout: usize, cin: usize, packed: bool) -> Arc<Vec<f32>> {
-    // Keyed by content, not address: a transposed conv's flipped weight is a new buffer per call,
-    // and keyed by its address each call could add an entry (RSS grew 4 MB a call at 256 channels).
-    type Cache = Mutex<HashMap<(u64, usize, usize, bool), Arc<Vec<f32>>>>;
-    static CACHE: std::sync::OnceLock<Cache> = std::sync::OnceLock::new();
-    /// Transformed filters kept, in elements (~256 MB); past it the cache starts over.
-    const CAP: usize = 64 << 20;
-    let key = (fingerprint(w), cout, cin, packed);
-    let cache = CACHE.get_or_init(Default::default);
-    if let Some(u) = cache.lock().ok().and_then(|c| c.get(&key).cloned()) {
-        return u;
-    }
-    let mut u = transform_filters(w, cout, cin);
-    #[cfg(target_arch = "x86_64")]
-    if packed {
-        let mut all = Vec::with_capacity(16 * cout.next_multiple_of(8) * cin);
-        for ux in u.chunks_exact(cout * cin) {
-            all.extend_from_slice(&super::direct::pack_rows(ux, cout, cin));
+    super::packed::cached("winograd", [cout, cin, packed as usize, 0], w, |w| {
+        let u = transform_filters(w, cout, cin);
+        #[cfg(target_arch = "x86_64")]
+        if packed {
+            let mut all = Vec::with_capacity(16 * cout.next_multiple_of(8) * cin);
+            for ux in u.chunks_exact(cout * cin) {
+                all.extend_from_slice(&super::direct::pack_rows(ux, cout, cin));
+            }
+            return all;
         }
-        u = all;
-    }
-    let u = Arc::new(u);
-    if let Ok(mut c) = cache.lock() {
-        if c.values().map(|u| u.len()).sum::<usize>() + u.len() > CAP {
-            c.clear();
-        }
-        c.insert(key, u.clone());
-    }
-    u
+        u
+    })
 }
 
 fn transform_filters(w: &[f32], cout: usize, cin: usize) -> Vec<f32> {
@@ -435,24 +418,4 @@ fn transform_filters(w: &[f32], cout: usize, cin: usize) -> Vec<f32> {
         }
     }
     u
-}
-
-multiversion! {
-    /// A content hash of the weights: 16 lanes of `s = (s ^ bits) · odd`, a bijection per step, so a
-    /// change to any one element always changes it.
-    fn fingerprint<>(w: &[f32]) -> u64
-    where []
-    {
-        let mut lanes = [0x243f_6a88u32; 16];
-        let mut chunks = w.chunks_exact(16);
-        for c in &mut chunks {
-            for (s, v) in lanes.iter_mut().zip(c) {
-                *s = (*s ^ v.to_bits()).wrapping_mul(0x9e37_79b1);
-            }
-        }
-        for (s, v) in lanes.iter_mut().zip(chunks.remainder()) {
-            *s = (*s ^ v.to_bits()).wrapping_mul(0x85eb_ca6b);
-        }
-        lanes.iter().fold(w.len() as u64, |h, &s| (h.rotate_left(17) ^ s as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15))
-    }
 }
