@@ -223,21 +223,35 @@ fn mul_t(m: usize, n: usize, k: usize, a: &[f32], w: &[f32], wp: &[f32], c: &mut
     crate::pool::for_each(n.div_ceil(step), &block);
 }
 
+/// Where a run of units' gate inputs lie: gate g of the input part at x[g·xs..], of the hidden part
+/// at hg[g·hs..], of the bias at b[g·bs..] (whole slices, not one per gate: with a slice per gate
+/// the vectoriser gave up on proving them apart from the outputs and left the loop scalar).
+#[derive(Clone, Copy)]
+struct GateIn<'a> {
+    x: &'a [f32],
+    xs: usize,
+    hg: &'a [f32],
+    hs: usize,
+    b: &'a [f32],
+    bs: usize,
+}
+
 crate::tensor::kernels::multiversion! {
-    /// LSTM cell arithmetic for one row (gates i, f, g, o), vectorised per instruction set.
-    fn lstm_gates<>(xg: &[f32], hg: &[f32], c: &mut [f32], hf: &mut [f32], keep: bool) where []
+    /// LSTM cell arithmetic for a run of units of one row (gates i, f, g, o), vectorised per
+    /// instruction set. Every operand is cut to the run's length first: indexing past-the-loop
+    /// lengths kept a bounds check per gate and the loop scalar (a fifth of an LSTM step).
+    fn lstm_gates<>(x: &[f32], xs: usize, hg: &[f32], hs: usize, b: &[f32], bs: usize, c: &mut [f32], hf: &mut [f32], keep: bool) where []
     {
-        // Every operand sliced to h first: indexing xg[3h + j] in the loop kept a bounds check per
-        // gate, and with it the loop stayed scalar (a fifth of an LSTM step).
-        let h = c.len();
-        let hf = &mut hf[..h];
-        let (xi, xf, xc, xo) = (&xg[..h], &xg[h..2 * h], &xg[2 * h..3 * h], &xg[3 * h..4 * h]);
-        let (hi, hff, hc, ho) = (&hg[..h], &hg[h..2 * h], &hg[2 * h..3 * h], &hg[3 * h..4 * h]);
-        for j in 0..h {
-            let i_ = sigmoid_f32(xi[j] + hi[j]);
-            let f_ = sigmoid_f32(xf[j] + hff[j]);
-            let g_ = tanh_f32(xc[j] + hc[j]);
-            let o_ = sigmoid_f32(xo[j] + ho[j]);
+        let u = c.len();
+        let hf = &mut hf[..u];
+        let (xi, xf, xc, xo) = (&x[..u], &x[xs..xs + u], &x[2 * xs..2 * xs + u], &x[3 * xs..3 * xs + u]);
+        let (hi, hff, hc, ho) = (&hg[..u], &hg[hs..hs + u], &hg[2 * hs..2 * hs + u], &hg[3 * hs..3 * hs + u]);
+        let (bi, bf, bc, bo) = (&b[..u], &b[bs..bs + u], &b[2 * bs..2 * bs + u], &b[3 * bs..3 * bs + u]);
+        for j in 0..u {
+            let i_ = sigmoid_f32(xi[j] + (hi[j] + bi[j]));
+            let f_ = sigmoid_f32(xf[j] + (hff[j] + bf[j]));
+            let g_ = tanh_f32(xc[j] + (hc[j] + bc[j]));
+            let o_ = sigmoid_f32(xo[j] + (ho[j] + bo[j]));
             let c2 = f_ * c[j] + i_ * g_;
             hf[j] = o_ * tanh_f32(c2);
             c[j] = if keep { c2 } else { c[j] };
@@ -246,18 +260,35 @@ crate::tensor::kernels::multiversion! {
 }
 
 crate::tensor::kernels::multiversion! {
-    /// GRU cell arithmetic for one row (gates r, z, n).
-    fn gru_gates<>(xg: &[f32], hg: &[f32], hp: &[f32], out: &mut [f32]) where []
+    /// GRU cell arithmetic for a run of units of one row (gates r, z, n), as `lstm_gates`.
+    fn gru_gates<>(x: &[f32], xs: usize, hg: &[f32], hs: usize, b: &[f32], bs: usize, hp: &[f32], out: &mut [f32]) where []
     {
-        let h = out.len();
-        let hp = &hp[..h];
-        let (xr, xz, xn) = (&xg[..h], &xg[h..2 * h], &xg[2 * h..3 * h]);
-        let (hr, hz, hn) = (&hg[..h], &hg[h..2 * h], &hg[2 * h..3 * h]);
-        for j in 0..h {
-            let r = sigmoid_f32(xr[j] + hr[j]);
-            let z = sigmoid_f32(xz[j] + hz[j]);
-            let n = tanh_f32(xn[j] + r * hn[j]);
+        let u = out.len();
+        let hp = &hp[..u];
+        let (xr, xz, xn) = (&x[..u], &x[xs..xs + u], &x[2 * xs..2 * xs + u]);
+        let (hr, hz, hn) = (&hg[..u], &hg[hs..hs + u], &hg[2 * hs..2 * hs + u]);
+        let (br, bz, bn) = (&b[..u], &b[bs..bs + u], &b[2 * bs..2 * bs + u]);
+        for j in 0..u {
+            let r = sigmoid_f32(xr[j] + (hr[j] + br[j]));
+            let z = sigmoid_f32(xz[j] + (hz[j] + bz[j]));
+            let n = tanh_f32(xn[j] + r * (hn[j] + bn[j]));
             out[j] = (1.0 - z) * n + z * hp[j];
+        }
+    }
+}
+
+impl GateIn<'_> {
+    fn lstm(self, c: &mut [f32], hf: &mut [f32], keep: bool) {
+        lstm_gates(self.x, self.xs, self.hg, self.hs, self.b, self.bs, c, hf, keep)
+    }
+    fn gru(self, hp: &[f32], out: &mut [f32]) {
+        gru_gates(self.x, self.xs, self.hg, self.hs, self.b, self.bs, hp, out)
+    }
+    /// The single-gate cells: f(x + (hg + b)).
+    fn simple(self, out: &mut [f32], f: impl Fn(f32) -> f32) {
+        let u = out.len();
+        for (j, o) in out.iter_mut().enumerate().take(u) {
+            *o = f(self.x[j] + (self.hg[j] + self.b[j]));
         }
     }
 }
@@ -295,56 +326,69 @@ impl Scan<'_> {
         let nb = h.div_ceil(P);
         let parts = if n * gh * h >= 1 << 17 { crate::pool::threads() } else { 1 };
         let per = nb.div_ceil(parts).max(1);
-        let mut hnew = vec![0f32; n * h];
-        let (hp, cp) = (crate::nn::Ptr(hnew.as_mut_ptr()), crate::nn::Ptr(cs.as_mut_ptr()));
+        let zeros = vec![0f32; h];
+        // Without a mask every row takes every step: a step writes its h straight into its output
+        // rows and the next step reads them there. With one, new h goes to `hnew` and is copied to
+        // the rows that take the step.
+        let mut hnew = if self.mask.is_some() { vec![0f32; n * h] } else { vec![] };
+        let (op, cp) = (crate::nn::Ptr(out.as_mut_ptr()), crate::nn::Ptr(cs.as_mut_ptr()));
+        let hp = crate::nn::Ptr(hnew.as_mut_ptr());
+        let mut prev_t: Option<usize> = None;
         for step in 0..self.l {
             let t = if self.reverse { self.l - 1 - step } else { step };
             let x = &self.gi[t * n * gh..(t + 1) * n * gh];
             let keep = |r: usize| self.mask.is_none_or(|m| m[t * n + r] != 0.0);
-            let prev: &[f32] = hs;
+            // SAFETY: step prev_t's output rows are not written during this step (t differs).
+            let prev: &[f32] = match prev_t {
+                Some(pt) => unsafe { std::slice::from_raw_parts(op.get().add(pt * n * h), n * h) },
+                None => hs,
+            };
+            let dst = if self.mask.is_some() { hp } else { crate::nn::Ptr(op.get().wrapping_add(t * n * h)) };
             crate::pool::for_each(nb.div_ceil(per), &|i| {
                 let (b0, b1) = (i * per, ((i + 1) * per).min(nb));
                 let width = (b1 - b0) * gates * P;
-                let (u0, u) = (b0 * P, (b1 * P).min(h) - b0 * P);
+                let (u0, u, wu) = (b0 * P, (b1 * P).min(h) - b0 * P, (b1 - b0) * P);
                 let mut tile = vec![0f32; 4 * width];
-                let (mut xs, mut hg) = (vec![0f32; gates * u], vec![0f32; gates * u]);
+                let mut hgb = uninit_vec::<f32>(gates * wu);
                 for r0 in (0..n).step_by(4) {
                     let rows = (n - r0).min(4);
                     panel_dots(&prev[r0 * h..(r0 + rows) * h], rows, h, self.wp, b0 * gates, b1 * gates, &mut tile, width);
                     for r in r0..r0 + rows {
                         let (xr, tr) = (&x[r * gh..(r + 1) * gh], &tile[(r - r0) * width..(r - r0 + 1) * width]);
-                        // The pre-activations of this task's units, gate by gate, as the cell functions
-                        // take them (whole runs, so that they vectorise).
-                        for g in 0..gates {
-                            xs[g * u..(g + 1) * u].copy_from_slice(&xr[g * h + u0..g * h + u0 + u]);
-                            let hgg = &mut hg[g * u..(g + 1) * u];
-                            for (jb, d) in hgg.chunks_mut(P).enumerate() {
-                                d.copy_from_slice(&tr[(jb * gates + g) * P..][..d.len()]);
-                            }
-                            if let Some(b) = self.b {
-                                hgg.iter_mut().zip(&b[g * h + u0..g * h + u0 + u]).for_each(|(v, bb)| *v += bb);
+                        // The hidden parts gate by gate (the tile holds them by block of P units,
+                        // then gate), so that one call does the task's units of this row; the
+                        // input parts and biases are read where they are, gate g at g·h.
+                        for jb in 0..b1 - b0 {
+                            for g in 0..gates {
+                                hgb[g * wu + jb * P..][..P].copy_from_slice(&tr[(jb * gates + g) * P..][..P]);
                             }
                         }
-                        // SAFETY: task i alone writes units u0..u0+u of row r of hnew and cs (N×H).
-                        let hn = unsafe { std::slice::from_raw_parts_mut(hp.get().add(r * h + u0), u) };
+                        let (b, bs) = self.b.map_or((&zeros[..], 0), |b| (&b[u0..], h));
+                        let gin = GateIn { x: &xr[u0..], xs: h, hg: &hgb, hs: wu, b, bs };
+                        // SAFETY: task i alone writes units u0..u0+u of row r of dst and cs (N×H).
+                        let hn = unsafe { std::slice::from_raw_parts_mut(dst.get().add(r * h + u0), u) };
                         match self.cell {
-                            Cell::Lstm => {
-                                // SAFETY: as above.
-                                let c = unsafe { std::slice::from_raw_parts_mut(cp.get().add(r * h + u0), u) };
-                                lstm_gates(&xs, &hg, c, hn, keep(r))
-                            }
-                            Cell::Gru => gru_gates(&xs, &hg, &prev[r * h + u0..r * h + u0 + u], hn),
-                            Cell::Tanh => hn.iter_mut().zip(xs.iter().zip(&hg)).for_each(|(o, (a, b))| *o = tanh_f32(a + b)),
-                            Cell::Relu => hn.iter_mut().zip(xs.iter().zip(&hg)).for_each(|(o, (a, b))| *o = (a + b).max(0.0)),
+                            // SAFETY: as above.
+                            Cell::Lstm => gin.lstm(unsafe { std::slice::from_raw_parts_mut(cp.get().add(r * h + u0), u) }, hn, keep(r)),
+                            Cell::Gru => gin.gru(&prev[r * h + u0..r * h + u0 + u], hn),
+                            Cell::Tanh => gin.simple(hn, tanh_f32),
+                            Cell::Relu => gin.simple(hn, |v| v.max(0.0)),
                         }
                     }
                 }
             });
+            if self.mask.is_none() {
+                prev_t = Some(t);
+                continue;
+            }
             for r in (0..n).filter(|&r| keep(r)) {
                 let src = &hnew[r * h..(r + 1) * h];
                 out[(t * n + r) * h..(t * n + r + 1) * h].copy_from_slice(src);
                 hs[r * h..(r + 1) * h].copy_from_slice(src);
             }
+        }
+        if let Some(pt) = prev_t {
+            hs.copy_from_slice(&out[pt * n * h..(pt + 1) * n * h]);
         }
     }
 }
@@ -426,26 +470,21 @@ pub fn rnn_scan(
         let mut g = vec![0f32; n * gh];
         let mut hnew = vec![0f32; n * hout];
         let mut hfull = vec![0f32; n * h];
+        let zeros = vec![0f32; h];
         for step in 0..l {
             let t = if reverse { l - 1 - step } else { step };
             mul_t(n, gh, hout, &hs, &w, &wp, &mut g);
             let x = &gi[t * n * gh..(t + 1) * n * gh];
             for r in 0..n {
-                let (xg, hg) = (&x[r * gh..(r + 1) * gh], &mut g[r * gh..(r + 1) * gh]);
-                if let Some(b) = &b {
-                    hg.iter_mut().zip(b).for_each(|(v, bb)| *v += bb);
-                }
+                let (xr, hr) = (&x[r * gh..(r + 1) * gh], &g[r * gh..(r + 1) * gh]);
+                let (b, bs) = b.as_ref().map_or((&zeros[..], 0), |b| (&b[..], h));
+                let gin = GateIn { x: xr, xs: h, hg: hr, hs: h, b, bs };
                 let keep = m.as_ref().is_none_or(|m| m[t * n + r] != 0.0);
                 match mode {
-                    "LSTM" => lstm_gates(xg, hg, &mut cs[r * h..(r + 1) * h], &mut hfull[r * h..(r + 1) * h], keep),
-                    "GRU" => gru_gates(xg, hg, &hs[r * hout..(r + 1) * hout], &mut hnew[r * hout..(r + 1) * hout]),
-                    _ => {
-                        let hr = &mut hnew[r * hout..(r + 1) * hout];
-                        for j in 0..h {
-                            let v = xg[j] + hg[j];
-                            hr[j] = if mode == "RNN_TANH" { tanh_f32(v) } else { v.max(0.0) };
-                        }
-                    }
+                    "LSTM" => gin.lstm(&mut cs[r * h..(r + 1) * h], &mut hfull[r * h..(r + 1) * h], keep),
+                    "GRU" => gin.gru(&hs[r * hout..(r + 1) * hout], &mut hnew[r * hout..(r + 1) * hout]),
+                    "RNN_TANH" => gin.simple(&mut hnew[r * hout..(r + 1) * hout], tanh_f32),
+                    _ => gin.simple(&mut hnew[r * hout..(r + 1) * hout], |v| v.max(0.0)),
                 }
             }
             if mode == "LSTM" {
