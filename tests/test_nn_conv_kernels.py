@@ -1,5 +1,6 @@
 """The convolution kernel paths against torch, each at the sizes that pick it: Winograd F(2x2,3x3)
-for 3x3 stride-1 convs with 16+ channels (its filter cache included), the direct kernel for wide
+for 3x3 stride-1 convs with 16+ channels (its filter cache included), Winograd along the rows for
+stride-2 rows of 5-8 taps and stride-1 rows of 3 taps, the direct kernel for wide
 strided/dilated/grouped 1-D and 2-D f32 convs (AVX-512), im2col over tiles of output rows, 1x1
 convs as a plain product, depthwise; transposed convs as forward convs over their output phases.
 `tests/test_isa.py` reruns them at every lower ISA level the CPU has."""
@@ -119,10 +120,16 @@ def test_direct_kernel(cls, kwargs, shape):
         cb.set_num_threads(old)
 
 
-# Shapes Winograd F(4, 4) along the rows takes on AVX-512 (stride 2 along the columns, 5-8 taps,
-# 16+ output channels, 16+ output columns): rows of whole tiles and rows whose last tile is partial
-# (tiles that cross output rows), row strides 1 and 2, tile tails of 8 channels, 1-D front ends.
+# Shapes Winograd along the rows takes on AVX-512 (16+ output channels and columns): F(4, 4) over
+# two column phases for stride 2 with 5-8 taps, F(4, 3) for stride 1 with 3 taps. Rows of whole
+# tiles and rows whose last tile is partial (tiles that cross output rows), row strides 1 and 2,
+# tile tails of 8 channels, 1-D front ends; 3x3 maps with too few input channels for Winograd 2-D.
 STRIDED_WINOGRAD = [
+    ("Conv1d", dict(in_channels=80, out_channels=48, kernel_size=3, padding=1), (1, 80, 300)),
+    ("Conv1d", dict(in_channels=16, out_channels=20, kernel_size=3), (3, 16, 203)),
+    ("Conv1d", dict(in_channels=16, out_channels=32, kernel_size=3, padding=2, bias=False), (2, 16, 66)),
+    ("Conv2d", dict(in_channels=8, out_channels=16, kernel_size=3, padding=1), (1, 8, 30, 70)),
+    ("Conv2d", dict(in_channels=6, out_channels=20, kernel_size=(5, 3), stride=(2, 1), padding=(2, 1)), (2, 6, 21, 45)),
     ("Conv2d", dict(in_channels=3, out_channels=64, kernel_size=7, stride=2, padding=3), (1, 3, 96, 96)),
     ("Conv2d", dict(in_channels=3, out_channels=16, kernel_size=7, stride=2, padding=3), (2, 3, 45, 67)),
     ("Conv2d", dict(in_channels=4, out_channels=20, kernel_size=(3, 8), stride=(1, 2), padding=(1, 0)), (1, 4, 30, 70)),
@@ -294,3 +301,17 @@ def test_transposed_winograd_filters_do_not_accumulate():
     before, n = calls(3), len(held)
     grown = calls(20) - before
     assert grown < (len(held) - n) * 128 * 128 * 9 * 4 / 2**20 + 16
+
+
+def test_row_winograd_filters_follow_weight_changes():
+    """Winograd along the rows keeps its transformed filters per weight content, as Winograd 2-D."""
+    t, c = pair("Conv1d", 32, 32, 3, padding=1)
+    x = make((2, 32, 100), seed=17)
+    check_layer(t, c, x, atol=5e-5, rtol=1e-4)
+    with torch.no_grad():
+        t.weight[3, 5, 1] += 1.0
+    check_layer(t, c, x, atol=5e-5, rtol=1e-4)
+    with torch.no_grad():
+        c.weight[0, 0, 0] = 7.0
+        t.weight[0, 0, 0] = 7.0
+    assert_same(c(to_cb(x)), t(x).detach(), atol=5e-5, rtol=1e-4)

@@ -341,8 +341,8 @@ pub(super) fn conv_impl<T: Elem + WithDType>(x: &[T], w: &[T], b: Option<&[T]>, 
         let winograd = square3 && groups == 1 && super::winograd::worth_it(c_in, c_out, g.out[1], g.out[2]);
         // Other f32 convs with a kernel (a 1x1 stays a plain product) on the direct kernel.
         #[cfg(target_arch = "x86_64")]
-        if !winograd && super::winograd_s2::suits(g, c_in, c_out, groups) {
-            let y = super::winograd_s2::conv(xf, wf, b.and_then(as_f32), g, n, c_in, c_out);
+        if let (false, Some(rule)) = (winograd, super::winograd_rows::rule(g, c_in, c_out, groups)) {
+            let y = super::winograd_rows::conv(xf, wf, b.and_then(as_f32), g, n, c_in, c_out, rule);
             // SAFETY: T is f32 here (as_f32 succeeded), so the Vec's layout is the same.
             return unsafe { std::mem::transmute::<Vec<f32>, Vec<T>>(y) };
         }

@@ -16,7 +16,7 @@ mod transposed;
 mod window;
 mod winograd;
 #[cfg(target_arch = "x86_64")]
-mod winograd_s2;
+mod winograd_rows;
 
 
 pub(crate) use crate::pool::SendPtr as Ptr;
