@@ -19,6 +19,25 @@ def pair(cls, *args, **kwargs):
     return getattr(torch.nn, cls)(*args, **kwargs), getattr(nn, cls)(*args, **kwargs)
 
 
+def at_threads(counts, fn):
+    """fn() at each thread count, the count restored afterwards: the results."""
+    old = cb.get_num_threads()
+    try:
+        out = []
+        for n in counts:
+            cb.set_num_threads(n)
+            out.append(fn())
+        return out
+    finally:
+        cb.set_num_threads(old)
+
+
+def same_bits_at_threads(layer, x):
+    """The layer's output on x is bit-identical at 1, 2 and 3 threads."""
+    outs = at_threads((1, 2, 3), lambda: layer(to_cb(x)).numpy())
+    assert all((o == outs[0]).all() for o in outs)
+
+
 # (batch, C_in, C_out, H, W, padding, bias): odd and even planes (partial last tile row and
 # column), padding 0-2, several tile-row blocks, one tile per image at the smallest.
 WINOGRAD = [(1, 16, 16, 8, 8, 1, True), (2, 16, 32, 9, 11, 1, False), (1, 32, 16, 7, 8, 0, True),
@@ -111,13 +130,7 @@ def test_direct_kernel(cls, kwargs, shape):
     check_layer(t, c, x, atol=5e-5, rtol=1e-4)
     # A non-contiguous input, and every thread count (tiles split over positions and batches).
     check_layer(t, c, x.transpose(-1, -2).contiguous().transpose(-1, -2), atol=5e-5, rtol=1e-4)
-    old = cb.get_num_threads()
-    try:
-        for n in (1, 3):
-            cb.set_num_threads(n)
-            check_layer(t, c, x, atol=5e-5, rtol=1e-4)
-    finally:
-        cb.set_num_threads(old)
+    at_threads((1, 3), lambda: check_layer(t, c, x, atol=5e-5, rtol=1e-4))
 
 
 # Shapes Winograd along the rows takes on AVX-512 (16+ output channels and columns): F(4, 4) over
@@ -149,15 +162,7 @@ def test_strided_winograd(cls, kwargs, shape):
     check_layer(t, c, x, atol=5e-5, rtol=1e-4)
     check_layer(t, c, x.transpose(-1, -2).contiguous().transpose(-1, -2), atol=5e-5, rtol=1e-4)
     # Every thread count gives the same bits: tiles are split, never their sums.
-    old = cb.get_num_threads()
-    try:
-        outs = []
-        for n in (1, 2, 3):
-            cb.set_num_threads(n)
-            outs.append(c(to_cb(x)).numpy())
-        assert all((o == outs[0]).all() for o in outs)
-    finally:
-        cb.set_num_threads(old)
+    same_bits_at_threads(c, x)
 
 
 def test_strided_winograd_large_values():
@@ -200,13 +205,7 @@ def test_winograd_small_map_over_threads():
     """A small map at batch 1 (fewer tile blocks than threads) splits its products by channel."""
     t, c = pair("Conv2d", 40, 36, 3, padding=1)
     x = make((1, 40, 7, 9), seed=11)
-    old = cb.get_num_threads()
-    try:
-        for n in (1, 2, 3, 5):
-            cb.set_num_threads(n)
-            check_layer(t, c, x, atol=2e-5, rtol=1e-4)
-    finally:
-        cb.set_num_threads(old)
+    at_threads((1, 2, 3, 5), lambda: check_layer(t, c, x, atol=2e-5, rtol=1e-4))
 
 
 @pytest.mark.parametrize("shape,k,s,p", [((1, 64, 56, 56), 3, 1, 1), ((2, 32, 15, 17), 7, 1, 3),
@@ -221,13 +220,7 @@ def test_empty_batch_and_threads():
     t, c = pair("Conv2d", 16, 16, 3, padding=1)
     check_layer(t, c, make((0, 16, 8, 8)))
     x = make((3, 16, 20, 20), seed=7)
-    old = cb.get_num_threads()
-    try:
-        for n in (1, 2, 3):
-            cb.set_num_threads(n)
-            check_layer(t, c, x, atol=2e-5)
-    finally:
-        cb.set_num_threads(old)
+    at_threads((1, 2, 3), lambda: check_layer(t, c, x, atol=2e-5))
 
 
 def test_functional_weight_views():
@@ -265,15 +258,7 @@ def test_conv_transpose_phases(cls, kwargs, shape):
     x = make(shape, seed=15)
     check_layer(t, c, x, atol=5e-5, rtol=1e-4)
     # Bit-identical at every thread count (the phases' kernels split work by shape alone).
-    old = cb.get_num_threads()
-    try:
-        outs = []
-        for n in (1, 2, 3):
-            cb.set_num_threads(n)
-            outs.append(c(to_cb(x)).numpy())
-        assert all((o == outs[0]).all() for o in outs)
-    finally:
-        cb.set_num_threads(old)
+    same_bits_at_threads(c, x)
     check_layer(t.double(), c.double(), x.double(), atol=1e-10, rtol=1e-10)
 
 

@@ -240,6 +240,7 @@ crate::tensor::kernels::multiversion! {
     /// LSTM cell arithmetic for a run of units of one row (gates i, f, g, o), vectorised per
     /// instruction set. Every operand is cut to the run's length first: indexing past-the-loop
     /// lengths kept a bounds check per gate and the loop scalar (a fifth of an LSTM step).
+    #[allow(clippy::too_many_arguments)]
     fn lstm_gates<>(x: &[f32], xs: usize, hg: &[f32], hs: usize, b: &[f32], bs: usize, c: &mut [f32], hf: &mut [f32], keep: bool) where []
     {
         let u = c.len();
@@ -261,6 +262,7 @@ crate::tensor::kernels::multiversion! {
 
 crate::tensor::kernels::multiversion! {
     /// GRU cell arithmetic for a run of units of one row (gates r, z, n), as `lstm_gates`.
+    #[allow(clippy::too_many_arguments)]
     fn gru_gates<>(x: &[f32], xs: usize, hg: &[f32], hs: usize, b: &[f32], bs: usize, hp: &[f32], out: &mut [f32]) where []
     {
         let u = out.len();
@@ -286,8 +288,7 @@ impl GateIn<'_> {
     }
     /// The single-gate cells: f(x + (hg + b)).
     fn simple(self, out: &mut [f32], f: impl Fn(f32) -> f32) {
-        let u = out.len();
-        for (j, o) in out.iter_mut().enumerate().take(u) {
+        for (j, o) in out.iter_mut().enumerate() {
             *o = f(self.x[j] + (self.hg[j] + self.b[j]));
         }
     }

@@ -117,7 +117,7 @@ impl Layout {
     }
 }
 
-/// y (n × c_out × oh × ow) = conv(x, w) + b for a geometry that `suits`.
+/// y (n × c_out × oh × ow) = conv(x, w) + b for a geometry that `rule` gave `rule` for.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn conv(x: &[f32], w: &[f32], b: Option<&[f32]>, g: &Geo, n: usize, c_in: usize, c_out: usize, rule: Rule) -> Vec<f32> {
     let (kh, kw, sh) = (g.k[1], g.k[2], g.stride[1]);
