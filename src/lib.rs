@@ -154,7 +154,7 @@ mod candle_bind_c {
     #[pymodule_export]
     use super::{build_info, get_num_threads, set_num_threads};
     #[pymodule_export]
-    use crate::pool::_pool_panic_check;
+    use crate::pool::{_pool_panic_check, _pool_task_counts};
 
     use pyo3::prelude::*;
 

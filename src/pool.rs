@@ -12,13 +12,18 @@ use std::time::{Duration, Instant};
 /// How long an idle worker spins before it sleeps.
 const SPIN: Duration = Duration::from_micros(300);
 
-/// One parallel loop: tasks `0..n` of `f`, claimed one at a time.
+/// One parallel loop: tasks `0..n` of `f`. Each thread first runs its own contiguous share (the
+/// caller the first, worker `id` share `id + 1`), as OpenMP's static schedule does: an op called again
+/// and again then gives each thread the same part of its data, which stays in that core's caches. On
+/// a host whose two cores sit on different L3s, a schedule that dealt tasks out in turn sent most of
+/// a memory-bound op's data across them and 2 threads ran at 1 thread's speed. A thread with its share
+/// done takes tasks from the back of another's, so a late or preempted thread does not hold up the op.
 struct Job {
     // Points at the caller's closure, which outlives the job: the caller returns only once every
     // task is done, and a task can be claimed only while some task is not done.
     f: *const (dyn Fn(usize) + Sync),
-    n: usize,
-    next: AtomicUsize,
+    /// Per share, the tasks not yet claimed: `lo | hi << 32`.
+    shares: Box<[Share]>,
     done: AtomicUsize,
     /// The first panic of a task, re-raised on the caller once every task is done.
     panic: Mutex<Option<Box<dyn std::any::Any + Send>>>,
@@ -27,23 +32,55 @@ struct Job {
 unsafe impl Send for Job {}
 unsafe impl Sync for Job {}
 
-impl Job {
-    /// Runs tasks until none are left to claim.
-    fn work(&self) {
+/// One thread's share of a job's tasks, on a cache line of its own (its owner updates it per task).
+#[repr(align(64))]
+struct Share(AtomicU64);
+
+impl Share {
+    /// Claims the first unclaimed task (`front`) or the last.
+    fn claim(&self, front: bool) -> Option<usize> {
+        let mut v = self.0.load(Ordering::Relaxed);
         loop {
-            let i = self.next.fetch_add(1, Ordering::Relaxed);
-            if i >= self.n {
-                return;
+            let (lo, hi) = (v & 0xffff_ffff, v >> 32);
+            if lo >= hi {
+                return None;
             }
-            // SAFETY: task `i` is claimed and not done, so the caller is still waiting and `f` lives.
-            let f = unsafe { &*self.f };
-            // A panicking task must not take the worker down or leave the caller waiting: it counts
-            // as done, and the caller re-raises the panic (PyO3 turns it into a Python exception).
-            if let Err(p) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(i))) {
-                self.panic.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert(p);
+            let (next, task) = if front { (v + 1, lo) } else { (v - (1 << 32), hi - 1) };
+            match self.0.compare_exchange_weak(v, next, Ordering::Relaxed, Ordering::Relaxed) {
+                Ok(_) => return Some(task as usize),
+                Err(now) => v = now,
             }
-            self.done.fetch_add(1, Ordering::Release);
         }
+    }
+}
+
+impl Job {
+    fn new(f: *const (dyn Fn(usize) + Sync), n: usize, threads: usize) -> Job {
+        let shares = (0..threads).map(|i| Share(AtomicU64::new((n * i / threads) as u64 | (((n * (i + 1) / threads) as u64) << 32)))).collect();
+        Job { f, shares, done: AtomicUsize::new(0), panic: Mutex::new(None) }
+    }
+
+    /// Runs share `me`'s tasks, then the others' from their backs, until none are left to claim (a
+    /// worker past the job's thread count has no share and only takes from the others).
+    fn work(&self, me: usize) {
+        let k = self.shares.len();
+        for s in 0..k {
+            let (share, front) = ((me + s) % k, s == 0 && me < k);
+            while let Some(i) = self.shares[share].claim(front) {
+                self.run(i);
+            }
+        }
+    }
+
+    fn run(&self, i: usize) {
+        // SAFETY: task `i` is claimed and not done, so the caller is still waiting and `f` lives.
+        let f = unsafe { &*self.f };
+        // A panicking task must not take the worker down or leave the caller waiting: it counts
+        // as done, and the caller re-raises the panic (PyO3 turns it into a Python exception).
+        if let Err(p) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(i))) {
+            self.panic.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert(p);
+        }
+        self.done.fetch_add(1, Ordering::Release);
     }
 }
 
@@ -119,7 +156,7 @@ fn worker(id: usize) {
             guard.clone()
         };
         if let Some(job) = job {
-            job.work();
+            job.work(id + 1);
         }
     }
 }
@@ -127,7 +164,8 @@ fn worker(id: usize) {
 /// Runs `f(0..n)` over the pool's threads and the caller; returns when all are done.
 pub fn for_each(n: usize, f: &(dyn Fn(usize) + Sync)) {
     let t = threads();
-    if n <= 1 || t <= 1 {
+    // (Shares hold task indices in 32 bits; no op has 4 billion tasks.)
+    if n <= 1 || t <= 1 || n > u32::MAX as usize {
         return (0..n).for_each(f);
     }
     let p = pool();
@@ -144,7 +182,7 @@ pub fn for_each(n: usize, f: &(dyn Fn(usize) + Sync)) {
     // SAFETY (lifetime erasure): the job is finished before this function returns, see `Job::f`.
     let f: *const (dyn Fn(usize) + Sync + '_) = f;
     let f: *const (dyn Fn(usize) + Sync + 'static) = unsafe { std::mem::transmute(f) };
-    let job = Arc::new(Job { f, n, next: AtomicUsize::new(0), done: AtomicUsize::new(0), panic: Mutex::new(None) });
+    let job = Arc::new(Job::new(f, n, t));
     {
         let mut guard = p.job.lock().unwrap_or_else(|e| e.into_inner());
         *guard = Some(job.clone());
@@ -155,7 +193,7 @@ pub fn for_each(n: usize, f: &(dyn Fn(usize) + Sync)) {
             p.wake.notify_all();
         }
     }
-    job.work();
+    job.work(0);
     // Wait for the tasks the workers still run: spin briefly (they finish within microseconds on
     // free cores), then yield, so that on a busy machine a worker the OS preempted gets this core
     // back instead of the caller spinning out its time slice (a 2-thread op then took 10x longer).
@@ -225,4 +263,17 @@ pub fn _pool_panic_check(n: usize) {
             panic!("task {i} panicked on purpose");
         }
     });
+}
+
+/// `_C._pool_task_counts(n)`: how many times each of `n` pool tasks ran (each once, whatever the
+/// thread count and whichever thread claimed it), so tests can check the shares and the stealing.
+#[pyo3::pyfunction]
+pub fn _pool_task_counts(n: usize) -> Vec<usize> {
+    let counts: Vec<AtomicUsize> = (0..n).map(|_| AtomicUsize::new(0)).collect();
+    for_each(n, &|i| {
+        // Uneven tasks, so that some threads finish their shares early and take from the others.
+        std::hint::black_box((0..(i % 7) * 2000).sum::<usize>());
+        counts[i].fetch_add(1, Ordering::Relaxed);
+    });
+    counts.into_iter().map(AtomicUsize::into_inner).collect()
 }

@@ -146,6 +146,19 @@ def test_a_panic_in_a_pool_task_reaches_python_and_the_pool_keeps_working():
         cb.set_num_threads(before)
 
 
+def test_every_pool_task_runs_once_at_any_thread_count():
+    # Each thread runs its own share first and then takes from the others' ends: no task may be
+    # skipped or run twice, whether the shares divide evenly or not.
+    before = cb.get_num_threads()
+    try:
+        for threads in (2, 3, 5, 8):
+            cb.set_num_threads(threads)
+            for n in (2, 3, 7, 64, 1001):
+                assert cb._C._pool_task_counts(n) == [1] * n, (threads, n)
+    finally:
+        cb.set_num_threads(before)
+
+
 # Calls the API fuzzer (tests/fuzz_api.py) found raising or hanging where torch returns: same values now.
 ACCEPTED = [
     "x = m.ones(2, 4, 0, 3); x.mul_(2); r = x",
