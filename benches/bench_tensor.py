@@ -41,6 +41,7 @@ row("randn(1024, 1024)", lambda: torch.randn(1024, 1024), lambda: cb.randn(1024,
 row("normal_ + uniform_ (4,128,1536) (weight init)", lambda: g.normal_(0, 0.02).uniform_(-0.1, 0.1),
     lambda: cg.normal_(0, 0.02).uniform_(-0.1, 0.1), 20)
 row("full((64, 75, 101), 0.5)", lambda: torch.full((64, 75, 101), 0.5), lambda: cb.full((64, 75, 101), 0.5), 50)
+row("x.fill_(0.5) (4,128,1536)", lambda: g.fill_(0.5), lambda: cg.fill_(0.5), 50)
 
 e = torch.rand(256, 1024)
 ce = cb.from_numpy(e.numpy())

@@ -261,7 +261,7 @@ fn write_strided_par<T: Copy + Send + Sync>(data: &mut [T], outer: &[usize], os:
     if rows == 1 && si == 1 {
         let chunk = inner.div_ceil(4 * threads).max(4096);
         return crate::pool::chunks_mut(&mut data[base..base + inner], chunk, |c, d| match vals.len() {
-            1 => d.fill(vals[0]),
+            1 => super::kernels::fill_chunk(d, vals[0]),
             _ => d.copy_from_slice(&vals[c * chunk..c * chunk + d.len()]),
         });
     }
@@ -278,7 +278,7 @@ fn write_strided_par<T: Copy + Send + Sync>(data: &mut [T], outer: &[usize], os:
                 // the caller), and no other row reaches it.
                 let row = unsafe { std::slice::from_raw_parts_mut(ptr.get().add(o), inner) };
                 match vals.len() {
-                    1 => row.fill(vals[0]),
+                    1 => super::kernels::fill_chunk(row, vals[0]),
                     _ => row.copy_from_slice(&vals[r * inner..(r + 1) * inner]),
                 }
                 continue;
@@ -331,7 +331,7 @@ fn write_strided<T: Copy + Send + Sync>(data: &mut [T], dims: &[usize], strides:
         match (row, si) {
             (Some(r), 1) => data[o..o + inner].copy_from_slice(r),
             (Some(r), _) => r.iter().enumerate().for_each(|(j, &x)| data[o + j * si] = x),
-            (None, 1) => data[o..o + inner].fill(vals[0]),
+            (None, 1) => super::kernels::fill_chunk(&mut data[o..o + inner], vals[0]),
             (None, _) => (0..inner).for_each(|j| data[o + j * si] = vals[0]),
         }
         k += inner;

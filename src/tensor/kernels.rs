@@ -269,7 +269,7 @@ pub fn as_f32_mut<T: 'static>(v: &mut [T]) -> Option<&mut [f32]> {
 
 multiversion! {
     /// `out.fill(v)` compiled for the CPU's widest stores (the baseline build stores 16 bytes at a time).
-    fn fill_chunk<T>(out: &mut [T], v: T) where [T: Copy]
+    pub fn fill_chunk<T>(out: &mut [T], v: T) where [T: Copy]
     {
         out.fill(v)
     }
