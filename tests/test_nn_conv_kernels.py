@@ -134,7 +134,8 @@ def test_direct_kernel(cls, kwargs, shape):
 
 
 # Shapes Winograd along the rows takes on AVX-512 (16+ output channels and columns): F(4, 4) over
-# two column phases for stride 2 with 5-8 taps, F(4, 3) for stride 1 with 3 taps. Rows of whole
+# two column phases for stride 2 with 5-8 taps, F(4, 3) for stride 1 with 3 taps, F(4, 2) for stride
+# 1 with 2 taps over rows of 48+ outputs (the phases of k4 stride-2 transposed convs). Rows of whole
 # tiles and rows whose last tile is partial (tiles that cross output rows), row strides 1 and 2,
 # tile tails of 8 channels, 1-D front ends; 3x3 maps with too few input channels for Winograd 2-D.
 STRIDED_WINOGRAD = [
@@ -152,6 +153,11 @@ STRIDED_WINOGRAD = [
     ("Conv1d", dict(in_channels=16, out_channels=32, kernel_size=5, stride=2, padding=2), (3, 16, 301)),
     ("Conv1d", dict(in_channels=8, out_channels=24, kernel_size=6, stride=2), (2, 8, 403)),
     ("Conv1d", dict(in_channels=8, out_channels=16, kernel_size=8, stride=2, padding=3), (1, 8, 200)),
+    ("Conv2d", dict(in_channels=32, out_channels=24, kernel_size=2), (1, 32, 20, 64)),
+    ("Conv2d", dict(in_channels=16, out_channels=40, kernel_size=2, padding=1), (2, 16, 9, 53)),
+    ("Conv2d", dict(in_channels=16, out_channels=16, kernel_size=(3, 2), stride=(2, 1), padding=(1, 0), bias=False), (1, 16, 15, 70)),
+    ("Conv1d", dict(in_channels=12, out_channels=32, kernel_size=2), (3, 12, 301)),
+    ("ConvTranspose2d", dict(in_channels=32, out_channels=24, kernel_size=4, stride=2, padding=1), (1, 32, 24, 48)),
 ]
 
 

@@ -1,5 +1,6 @@
-//! Convolutions with 3 taps at stride 1 or 5-8 taps at stride 2 along the rows (a 7x7 stride-2
-//! stem, 1-D front ends, k3 1-D convs) by Winograd along the rows, 4 outputs per tile.
+//! Convolutions with 2-3 taps at stride 1 or 5-8 taps at stride 2 along the rows (a 7x7 stride-2
+//! stem, 1-D front ends, k3 1-D convs, the 2x2 phases of k4 stride-2 transposed convs) by Winograd
+//! along the rows, 4 outputs per tile.
 //!
 //! - Stride 2, F(4, 4): the even and odd columns of the input are two stride-1 signals, each read
 //!   by at most 4 of the kernel's taps; 4 outputs of a 4-tap filter take 7 products instead of 16,
@@ -7,6 +8,8 @@
 //!   1, -1, 2, -2, 1/2, ∞: in f32 about twice the direct sum's error (2-3e-6 of the output's scale
 //!   at worst over 64-term sums, against 1.2e-6).
 //! - Stride 1, 3 taps, F(4, 3): 6 products for 4 outputs instead of 12 (points 0, ±1, ±2, ∞).
+//! - Stride 1, 2 taps, F(4, 2): 5 products instead of 8 (points 0, ±1, 2, ∞), on rows of 48 or
+//!   more outputs (on shorter ones the input transforms cost what the products save).
 //!
 //! The products of a tile are the direct kernel's register tiles over the transformed rows (K =
 //! C_in · kernel rows · column phases, a stride along the column dim taken as row phases as the
@@ -41,12 +44,21 @@ const G43: [[f64; 4]; 6] = [
     [0.0, 0.0, 1.0, 0.0],
 ];
 
-/// Which transform a convolution takes: stride 2 over two column phases (F(4, 4)), or stride 1
-/// with 3 taps (F(4, 3)).
+/// G of F(4, 2).
+const G42: [[f64; 4]; 5] = [
+    [1.0 / 2.0, 0.0, 0.0, 0.0],
+    [1.0 / 2.0, 1.0 / 2.0, 0.0, 0.0],
+    [1.0 / 6.0, -1.0 / 6.0, 0.0, 0.0],
+    [1.0 / 6.0, 1.0 / 3.0, 0.0, 0.0],
+    [0.0, 1.0, 0.0, 0.0],
+];
+/// Which transform a convolution takes: stride 2 over two column phases (F(4, 4)), or stride 1 with
+/// 3 taps (F(4, 3)) or 2 (F(4, 2)).
 #[derive(Clone, Copy, PartialEq)]
 pub(super) enum Rule {
     Stride2,
     Taps3,
+    Taps2,
 }
 
 impl Rule {
@@ -55,12 +67,14 @@ impl Rule {
         match self {
             Rule::Stride2 => (7, 2, 4),
             Rule::Taps3 => (6, 1, 3),
+            Rule::Taps2 => (5, 1, 2),
         }
     }
     fn g(self) -> &'static [[f64; 4]] {
         match self {
             Rule::Stride2 => &G44,
             Rule::Taps3 => &G43,
+            Rule::Taps2 => &G42,
         }
     }
 }
@@ -72,12 +86,13 @@ const A_BYTES: usize = 256 << 10;
 const T_BYTES: usize = 512 << 10;
 
 /// Which rule this f32 convolution runs by, if any: groups of one, 1-D or 2-D, stride 2 along the
-/// columns with 5-8 taps or stride 1 with 3, no column dilation, rows at stride 1 or 2 without
-/// dilation, and enough channels and tiles for the products.
+/// columns with 5-8 taps or stride 1 with 2 or 3, no column dilation, rows at stride 1 or 2
+/// without dilation, and enough channels and tiles for the products.
 pub(super) fn rule(g: &Geo, c_in: usize, c_out: usize, groups: usize) -> Option<Rule> {
     let rule = match (g.stride[2], g.k[2]) {
         (2, 5..=8) => Rule::Stride2,
         (1, 3) => Rule::Taps3,
+        (1, 2) => Rule::Taps2,
         _ => return None,
     };
     let (_, phases, _) = rule.shape();
@@ -92,7 +107,7 @@ pub(super) fn rule(g: &Geo, c_in: usize, c_out: usize, groups: usize) -> Option<
         && c_out >= 16
         && phases * c_in * g.k[1] >= 16
         && g.out[1] >= 1
-        && g.out[2] >= 16;
+        && g.out[2] >= if rule == Rule::Taps2 { 48 } else { 16 };
     fits.then_some(rule)
 }
 
@@ -176,6 +191,7 @@ pub(super) fn conv(x: &[f32], w: &[f32], b: Option<&[f32]>, g: &Geo, n: usize, c
                             match rule {
                                 Rule::Stride2 => input_row44(row, px, g.pad[2], cx0, width, &mut q, &mut scratch, dst, lay.xl),
                                 Rule::Taps3 => input_row43(row, g.pad[2], cx0, width, &mut q, &mut scratch, dst, lay.xl),
+                                Rule::Taps2 => input_row42(row, g.pad[2], cx0, width, &mut q, &mut scratch, dst, lay.xl),
                             }
                         };
                     }
@@ -218,8 +234,9 @@ pub(super) fn conv(x: &[f32], w: &[f32], b: Option<&[f32]>, g: &Geo, n: usize, c
                     // this task's alone.
                     unsafe {
                         match rule {
-                            Rule::Stride2 => output_block::<true>(&m, rows, bias, p0, left, out, ol, ow, tw, linear),
-                            Rule::Taps3 => output_block::<false>(&m, rows, bias, p0, left, out, ol, ow, tw, linear),
+                            Rule::Stride2 => output_block::<F44>(&m, rows, bias, p0, left, out, ol, ow, tw, linear),
+                            Rule::Taps3 => output_block::<F43>(&m, rows, bias, p0, left, out, ol, ow, tw, linear),
+                            Rule::Taps2 => output_block::<F42>(&m, rows, bias, p0, left, out, ol, ow, tw, linear),
                         }
                     };
                 }
@@ -281,6 +298,24 @@ fn split4(d: &[f32], q: &mut [f32], n: usize) {
     }
 }
 
+/// The samples d[j] = row[stride·(4·first + j) + px - pad] for j < 4n (zero outside the row),
+/// split by j mod 4 into q (4 runs of n): the part inside by a copy or a stride-2 deinterleave,
+/// then the split (both vectorise as permutes).
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn samples(row: &[f32], stride: usize, px: usize, pad: usize, first: usize, n: usize, scratch: &mut [f32], q: &mut [f32]) {
+    let d = &mut scratch[..4 * n];
+    let shift = 4 * stride * first + px;
+    let lo = pad.saturating_sub(shift).div_ceil(stride).min(4 * n);
+    let hi = (row.len() + pad).saturating_sub(shift).div_ceil(stride).clamp(lo, 4 * n);
+    d[..lo].fill(0.0);
+    d[hi..].fill(0.0);
+    if lo < hi {
+        super::conv::gather(&mut d[lo..hi], &row[stride * lo + shift - pad..], stride);
+    }
+    split4(d, q, n);
+}
+
 /// Stride 2: tiles first..first + tw of row i of one (channel, column phase) plane: the phase's
 /// samples d[j] = row[2j + px - pad] (zero outside), split by j mod 4 into q, then for each tile tx
 /// the 7 values Bᵀ·d[4tx..4tx+7] to dst + ξ·xl + tx - first.
@@ -295,18 +330,7 @@ unsafe fn input_row44(row: Option<&[f32]>, px: usize, pad: usize, first: usize, 
         // SAFETY: the caller's rows.
         return unsafe { zero_row(dst, 7, tw, xl) };
     };
-    // d[j] (j < 4n, from tile `first`) = row[2j + shift - pad], zero outside the row: the part
-    // inside by a stride-2 deinterleave, then split by j mod 4 (both vectorise as permutes).
-    let d = &mut scratch[..4 * n];
-    let shift = 8 * first + px;
-    let lo = pad.saturating_sub(shift).div_ceil(2).min(4 * n);
-    let hi = (row.len() + pad).saturating_sub(shift).div_ceil(2).clamp(lo, 4 * n);
-    d[..lo].fill(0.0);
-    d[hi..].fill(0.0);
-    if lo < hi {
-        super::conv::gather(&mut d[lo..hi], &row[2 * lo + shift - pad..], 2);
-    }
-    split4(d, q, n);
+    samples(row, 2, px, pad, first, n, scratch, q);
     let (q0, rest) = q.split_at(n);
     let (q1, rest) = rest.split_at(n);
     let (q2, q3) = rest.split_at(n);
@@ -337,14 +361,7 @@ unsafe fn input_row43(row: Option<&[f32]>, pad: usize, first: usize, tw: usize, 
         // SAFETY: the caller's rows.
         return unsafe { zero_row(dst, 6, tw, xl) };
     };
-    let d = &mut scratch[..4 * n];
-    let shift = 4 * first;
-    let lo = pad.saturating_sub(shift).min(4 * n);
-    let hi = (row.len() + pad).saturating_sub(shift).clamp(lo, 4 * n);
-    d[..lo].fill(0.0);
-    d[hi..].fill(0.0);
-    d[lo..hi].copy_from_slice(&row[lo + shift - pad..][..hi - lo]);
-    split4(d, q, n);
+    samples(row, 1, 0, pad, first, n, scratch, q);
     let (q0, rest) = q.split_at(n);
     let (q1, rest) = rest.split_at(n);
     let (q2, q3) = rest.split_at(n);
@@ -362,38 +379,82 @@ unsafe fn input_row43(row: Option<&[f32]>, pad: usize, first: usize, tw: usize, 
     }
 }
 
+/// Stride 1, 2 taps: as `input_row43` for the 5 values Bᵀ·d[4tx..4tx+5] of F(4, 2).
+///
+/// # Safety
+/// AVX-512; dst + ξ·xl holds tw writable elements for each ξ < 5.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,fma")]
+#[allow(clippy::too_many_arguments)]
+unsafe fn input_row42(row: Option<&[f32]>, pad: usize, first: usize, tw: usize, q: &mut [f32], scratch: &mut [f32], dst: SendPtr<f32>, xl: usize) {
+    let n = tw + 1;
+    let Some(row) = row else {
+        // SAFETY: the caller's rows.
+        return unsafe { zero_row(dst, 5, tw, xl) };
+    };
+    samples(row, 1, 0, pad, first, n, scratch, q);
+    let (q0, rest) = q.split_at(n);
+    let (q1, rest) = rest.split_at(n);
+    let (q2, q3) = rest.split_at(n);
+    // SAFETY: the caller's row of tw elements in each ξ block.
+    let out: [&mut [f32]; 5] = std::array::from_fn(|xi| unsafe { std::slice::from_raw_parts_mut(dst.get().add(xi * xl), tw) });
+    let [o0, o1, o2, o3, o4] = out;
+    for tx in 0..tw {
+        let (d0, d1, d2, d3, d4) = (q0[tx], q1[tx], q2[tx], q3[tx], q0[tx + 1]);
+        o0[tx] = 2.0 * d0 - d1 - 2.0 * d2 + d3;
+        o1[tx] = 2.0 * d1 + d2 - d3;
+        o2[tx] = -2.0 * d1 + 3.0 * d2 - d3;
+        o3[tx] = d3 - d1;
+        o4[tx] = 2.0 * d1 - d2 - 2.0 * d3 + d4;
+    }
+}
+
+/// Output transforms (`output_block`'s kind).
+const F44: u8 = 0;
+const F43: u8 = 1;
+const F42: u8 = 2;
+
 /// Y = Aᵀ·M + bias for a block's `rows` channels × `left` tiles (m[ξ][row][NR]) into the output
 /// planes at `out` (rows `ol` apart): tile p's four outputs go to output row p / tw, columns
 /// 4·(p mod tw)..+4 (those below ow). `linear` where that is simply 4p..4p + 4 (one row, or rows
 /// of whole tiles).
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,fma")]
 #[allow(clippy::too_many_arguments)]
-unsafe fn output_block<const S2: bool>(m: &[f32], rows: usize, bias: Option<&[f32]>, p0: usize, left: usize, out: *mut f32, ol: usize, ow: usize, tw: usize, linear: bool) {
+unsafe fn output_block<const KIND: u8>(m: &[f32], rows: usize, bias: Option<&[f32]>, p0: usize, left: usize, out: *mut f32, ol: usize, ow: usize, tw: usize, linear: bool) {
     let end = 4 * (p0 + left);
     for i in 0..rows {
         let bv = _mm512_set1_ps(bias.map_or(0.0, |b| b[i]));
         let dst = out.wrapping_add(i * ol);
         for v in 0..left.div_ceil(16) {
-            // SAFETY: m holds XI × MR × NR values, the first 7 (stride 2) or 6 products written.
-            let xin = if S2 { 7 } else { 6 };
-            let mk: [__m512; XI] = std::array::from_fn(|xi| if xi < xin { unsafe { _mm512_loadu_ps(m.as_ptr().add((xi * MR + i) * NR + 16 * v)) } } else { _mm512_setzero_ps() });
+            // SAFETY: m holds XI × MR × NR values, the rule's first products written.
+            let xin = [7, 6, 5][KIND as usize];
+            // (A loop, not array::from_fn: that closure was called out of line, its vectors through memory.)
+            let mut mk = [_mm512_setzero_ps(); XI];
+            for (xi, mx) in mk.iter_mut().enumerate().take(xin) {
+                *mx = unsafe { _mm512_loadu_ps(m.as_ptr().add((xi * MR + i) * NR + 16 * v)) };
+            }
             let (s12, d12) = (_mm512_add_ps(mk[1], mk[2]), _mm512_sub_ps(mk[1], mk[2]));
             let (s34, d34) = (_mm512_add_ps(mk[3], mk[4]), _mm512_sub_ps(mk[3], mk[4]));
-            // Aᵀ of F(4, 4) (the point 1/2 adds m5 / 2^j, ∞ the last product to y3) or of F(4, 3).
-            let (y0, y1, y2, y3) = if S2 {
-                (
+            // Aᵀ of F(4, 4) (the point 1/2 adds m5 / 2^j, ∞ the last product to y3), of F(4, 3), or
+            // of F(4, 2) (points 0, ±1, 2, ∞).
+            let (y0, y1, y2, y3) = match KIND {
+                F44 => (
                     _mm512_add_ps(_mm512_add_ps(mk[0], s12), _mm512_add_ps(s34, _mm512_add_ps(mk[5], bv))),
                     _mm512_fmadd_ps(_mm512_set1_ps(2.0), d34, _mm512_fmadd_ps(_mm512_set1_ps(0.5), mk[5], _mm512_add_ps(d12, bv))),
                     _mm512_fmadd_ps(_mm512_set1_ps(4.0), s34, _mm512_fmadd_ps(_mm512_set1_ps(0.25), mk[5], _mm512_add_ps(s12, bv))),
                     _mm512_fmadd_ps(_mm512_set1_ps(8.0), d34, _mm512_fmadd_ps(_mm512_set1_ps(0.125), mk[5], _mm512_add_ps(_mm512_add_ps(d12, mk[6]), bv))),
-                )
-            } else {
-                (
+                ),
+                F43 => (
                     _mm512_add_ps(_mm512_add_ps(mk[0], s12), _mm512_add_ps(s34, bv)),
                     _mm512_fmadd_ps(_mm512_set1_ps(2.0), d34, _mm512_add_ps(d12, bv)),
                     _mm512_fmadd_ps(_mm512_set1_ps(4.0), s34, _mm512_add_ps(s12, bv)),
                     _mm512_fmadd_ps(_mm512_set1_ps(8.0), d34, _mm512_add_ps(_mm512_add_ps(d12, mk[5]), bv)),
-                )
+                ),
+                _ => (
+                    _mm512_add_ps(_mm512_add_ps(mk[0], s12), _mm512_add_ps(mk[3], bv)),
+                    _mm512_fmadd_ps(_mm512_set1_ps(2.0), mk[3], _mm512_add_ps(d12, bv)),
+                    _mm512_fmadd_ps(_mm512_set1_ps(4.0), mk[3], _mm512_add_ps(s12, bv)),
+                    _mm512_fmadd_ps(_mm512_set1_ps(8.0), mk[3], _mm512_add_ps(_mm512_add_ps(d12, mk[4]), bv)),
+                ),
             };
             // Interleave: lane l of y_j is tile 16v + l's output j. Within 128-bit lanes first
             // (tiles 4a + b of lane a), then the 128-bit lanes transposed.
