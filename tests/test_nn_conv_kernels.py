@@ -135,7 +135,8 @@ def test_direct_kernel(cls, kwargs, shape):
 
 # Shapes Winograd along the rows takes on AVX-512 (16+ output channels and columns): F(4, 4) over
 # two column phases for stride 2 with 5-8 taps, F(4, 3) for stride 1 with 3 taps, F(4, 2) for stride
-# 1 with 2 taps over rows of 48+ outputs (the phases of k4 stride-2 transposed convs). Rows of whole
+# 1 with 2 taps over rows of 48+ outputs (the phases of k4 stride-2 transposed convs), F(4, 2) on
+# the even columns for stride 2 with 3 taps (3x3 stride-2 downsampling). Rows of whole
 # tiles and rows whose last tile is partial (tiles that cross output rows), row strides 1 and 2,
 # tile tails of 8 channels, 1-D front ends; 3x3 maps with too few input channels for Winograd 2-D.
 STRIDED_WINOGRAD = [
@@ -158,6 +159,12 @@ STRIDED_WINOGRAD = [
     ("Conv2d", dict(in_channels=16, out_channels=16, kernel_size=(3, 2), stride=(2, 1), padding=(1, 0), bias=False), (1, 16, 15, 70)),
     ("Conv1d", dict(in_channels=12, out_channels=32, kernel_size=2), (3, 12, 301)),
     ("ConvTranspose2d", dict(in_channels=32, out_channels=24, kernel_size=4, stride=2, padding=1), (1, 32, 24, 48)),
+    ("Conv2d", dict(in_channels=32, out_channels=40, kernel_size=3, stride=2, padding=1), (1, 32, 56, 56)),
+    ("Conv2d", dict(in_channels=24, out_channels=32, kernel_size=3, stride=2, padding=1, bias=False), (2, 24, 44, 38)),
+    ("Conv2d", dict(in_channels=16, out_channels=24, kernel_size=3, stride=2, padding=1), (1, 16, 40, 40)),
+    ("Conv2d", dict(in_channels=8, out_channels=16, kernel_size=3, stride=2), (1, 8, 31, 75)),
+    ("Conv2d", dict(in_channels=16, out_channels=16, kernel_size=(1, 3), stride=(1, 2), padding=(0, 1)), (2, 16, 5, 300)),
+    ("Conv1d", dict(in_channels=16, out_channels=32, kernel_size=3, stride=2, padding=1), (3, 16, 1001)),
 ]
 
 

@@ -10,6 +10,8 @@
 //! - Stride 1, 3 taps, F(4, 3): 6 products for 4 outputs instead of 12 (points 0, ±1, ±2, ∞).
 //! - Stride 1, 2 taps, F(4, 2): 5 products instead of 8 (points 0, ±1, 2, ∞), on rows of 48 or
 //!   more outputs (on shorter ones the input transforms cost what the products save).
+//! - Stride 2, 3 taps (3x3 stride-2 downsampling): the even columns meet taps 0 and 2, F(4, 2)
+//!   again, and the odd columns tap 1 alone, as 4 plain products: 9 instead of 12.
 //!
 //! The products of a tile are the direct kernel's register tiles over the transformed rows (K =
 //! C_in · kernel rows · column phases, a stride along the column dim taken as row phases as the
@@ -23,7 +25,7 @@ use crate::pool::SendPtr;
 use crate::tensor::kernels::{lanes16, uninit_vec};
 
 /// Products per tile at most.
-const XI: usize = 7;
+const XI: usize = 9;
 /// G of F(4, 4) (filter transform, ξ × tap), exact in f64.
 const G44: [[f64; 4]; 7] = [
     [-1.0 / 2.0, 0.0, 0.0, 0.0],
@@ -52,13 +54,28 @@ const G42: [[f64; 4]; 5] = [
     [1.0 / 6.0, 1.0 / 3.0, 0.0, 0.0],
     [0.0, 1.0, 0.0, 0.0],
 ];
-/// Which transform a convolution takes: stride 2 over two column phases (F(4, 4)), or stride 1 with
-/// 3 taps (F(4, 3)) or 2 (F(4, 2)).
+/// Stride 2 with 3 taps, over the taps: F(4, 2)'s G on taps 0 and 2, then tap 1 for each of the
+/// four odd-column products.
+const G2S3: [[f64; 4]; 9] = [
+    [1.0 / 2.0, 0.0, 0.0, 0.0],
+    [1.0 / 2.0, 0.0, 1.0 / 2.0, 0.0],
+    [1.0 / 6.0, 0.0, -1.0 / 6.0, 0.0],
+    [1.0 / 6.0, 0.0, 1.0 / 3.0, 0.0],
+    [0.0, 0.0, 1.0, 0.0],
+    [0.0, 1.0, 0.0, 0.0],
+    [0.0, 1.0, 0.0, 0.0],
+    [0.0, 1.0, 0.0, 0.0],
+    [0.0, 1.0, 0.0, 0.0],
+];
+
+/// Which transform a convolution takes: stride 2 over two column phases (F(4, 4)), stride 1 with 3
+/// taps (F(4, 3)) or 2 (F(4, 2)), or stride 2 with 3 taps (F(4, 2) on the even columns).
 #[derive(Clone, Copy, PartialEq)]
 pub(super) enum Rule {
     Stride2,
     Taps3,
     Taps2,
+    Stride2Taps3,
 }
 
 impl Rule {
@@ -68,6 +85,8 @@ impl Rule {
             Rule::Stride2 => (7, 2, 4),
             Rule::Taps3 => (6, 1, 3),
             Rule::Taps2 => (5, 1, 2),
+            // One "phase" of 3 taps: the products themselves take the columns apart.
+            Rule::Stride2Taps3 => (9, 1, 3),
         }
     }
     fn g(self) -> &'static [[f64; 4]] {
@@ -75,6 +94,7 @@ impl Rule {
             Rule::Stride2 => &G44,
             Rule::Taps3 => &G43,
             Rule::Taps2 => &G42,
+            Rule::Stride2Taps3 => &G2S3,
         }
     }
 }
@@ -86,13 +106,14 @@ const A_BYTES: usize = 256 << 10;
 const T_BYTES: usize = 512 << 10;
 
 /// Which rule this f32 convolution runs by, if any: groups of one, 1-D or 2-D, stride 2 along the
-/// columns with 5-8 taps or stride 1 with 2 or 3, no column dilation, rows at stride 1 or 2
+/// columns with 3 or 5-8 taps or stride 1 with 2 or 3, no column dilation, rows at stride 1 or 2
 /// without dilation, and enough channels and tiles for the products.
 pub(super) fn rule(g: &Geo, c_in: usize, c_out: usize, groups: usize) -> Option<Rule> {
     let rule = match (g.stride[2], g.k[2]) {
         (2, 5..=8) => Rule::Stride2,
         (1, 3) => Rule::Taps3,
         (1, 2) => Rule::Taps2,
+        (2, 3) => Rule::Stride2Taps3,
         _ => return None,
     };
     let (_, phases, _) = rule.shape();
@@ -107,7 +128,15 @@ pub(super) fn rule(g: &Geo, c_in: usize, c_out: usize, groups: usize) -> Option<
         && c_out >= 16
         && phases * c_in * g.k[1] >= 16
         && g.out[1] >= 1
-        && g.out[2] >= if rule == Rule::Taps2 { 48 } else { 16 };
+        && match rule {
+            Rule::Taps2 => g.out[2] >= 48,
+            // Rows of 18+ columns (28 after a 3x3 stride-2 conv at 56x56) whose tiles cover at most
+            // 15% more than the row. Smaller maps (14 or 7 columns under 256-512 channels) stay
+            // with im2col: their few position blocks left a thread idle, and their transformed
+            // rows, re-read for every channel tile, outgrew L2.
+            Rule::Stride2Taps3 => g.out[2] >= 18 && 20 * 4 * g.out[2].div_ceil(4) <= 23 * g.out[2],
+            _ => g.out[2] >= 16,
+        };
     fits.then_some(rule)
 }
 
@@ -176,7 +205,8 @@ pub(super) fn conv(x: &[f32], w: &[f32], b: Option<&[f32]>, g: &Geo, n: usize, c
         let mut t = uninit_vec::<f32>(xin * lay.xl);
         let tp = SendPtr(t.as_mut_ptr());
         let mut q = uninit_vec::<f32>(4 * (width + 1));
-        let mut scratch = uninit_vec::<f32>(4 * (width + 1));
+        // (Stride 2 with 3 taps reads 16-tile chunks of 8 samples, and one more sample.)
+        let mut scratch = uninit_vec::<f32>(8 * width.next_multiple_of(16) + 16);
         let src = &x[bi * c_in * il..(bi + 1) * c_in * il];
         for c in 0..c_in {
             for px in 0..cph {
@@ -192,6 +222,7 @@ pub(super) fn conv(x: &[f32], w: &[f32], b: Option<&[f32]>, g: &Geo, n: usize, c
                                 Rule::Stride2 => input_row44(row, px, g.pad[2], cx0, width, &mut q, &mut scratch, dst, lay.xl),
                                 Rule::Taps3 => input_row43(row, g.pad[2], cx0, width, &mut q, &mut scratch, dst, lay.xl),
                                 Rule::Taps2 => input_row42(row, g.pad[2], cx0, width, &mut q, &mut scratch, dst, lay.xl),
+                                Rule::Stride2Taps3 => input_row2s3(row, g.pad[2], cx0, width, &mut scratch, dst, lay.xl),
                             }
                         };
                     }
@@ -237,6 +268,7 @@ pub(super) fn conv(x: &[f32], w: &[f32], b: Option<&[f32]>, g: &Geo, n: usize, c
                             Rule::Stride2 => output_block::<F44>(&m, rows, bias, p0, left, out, ol, ow, tw, linear),
                             Rule::Taps3 => output_block::<F43>(&m, rows, bias, p0, left, out, ol, ow, tw, linear),
                             Rule::Taps2 => output_block::<F42>(&m, rows, bias, p0, left, out, ol, ow, tw, linear),
+                            Rule::Stride2Taps3 => output_block::<F2S3>(&m, rows, bias, p0, left, out, ol, ow, tw, linear),
                         }
                     };
                 }
@@ -408,10 +440,83 @@ unsafe fn input_row42(row: Option<&[f32]>, pad: usize, first: usize, tw: usize, 
     }
 }
 
+/// Stride 2, 3 taps: ξ 0-4 the F(4, 2) values (as `input_row42`) of the even columns e[j] =
+/// row[2j - pad] (taps 0 and 2), ξ 5 + r the odd columns row[2(4tx + r) + 1 - pad] as they are
+/// (tap 1). Tile tx reads p[8tx + m] (m ≤ 8) of the row from tile `first` on: 16 tiles at a time,
+/// the 128 samples split 8 ways by three rounds of two-way permutes. Such rows are short (a 3x3
+/// stride-2 conv over 28 columns has 7 tiles), and scalar loops or gathers over them cost a third
+/// of their products.
+///
+/// # Safety
+/// AVX-512; dst + ξ·xl holds tw writable elements for each ξ < 9; scratch holds 8·(tw rounded up
+/// to 16) + 16 elements.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,fma")]
+unsafe fn input_row2s3(row: Option<&[f32]>, pad: usize, first: usize, tw: usize, scratch: &mut [f32], dst: SendPtr<f32>, xl: usize) {
+    let Some(row) = row else {
+        // SAFETY: the caller's rows.
+        return unsafe { zero_row(dst, 9, tw, xl) };
+    };
+    // p[x] = row[8·first + x - pad], zero outside the row, over whole chunks and one sample more.
+    let len = 8 * tw.next_multiple_of(16) + 16;
+    let p = &mut scratch[..len];
+    let shift = 8 * first;
+    let lo = pad.saturating_sub(shift).min(len);
+    let hi = (row.len() + pad).saturating_sub(shift).clamp(lo, len);
+    p[..lo].fill(0.0);
+    p[hi..].fill(0.0);
+    p[lo..hi].copy_from_slice(&row[lo + shift - pad..][..hi - lo]);
+    let evens = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    let odds = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+    let split = |a, b| split2(a, b, evens, odds);
+    let (two, three) = (_mm512_set1_ps(2.0), _mm512_set1_ps(3.0));
+    for c0 in (0..tw).step_by(16) {
+        let mask = lanes16(tw - c0);
+        // SAFETY: p[8·c0 .. 8·c0 + 129] lies below len.
+        // (Loops, not array::from_fn or map: their closures were called out of line.)
+        let mut z = [_mm512_setzero_ps(); 8];
+        for (k, zk) in z.iter_mut().enumerate() {
+            *zk = unsafe { _mm512_loadu_ps(p.as_ptr().add(8 * c0 + 16 * k)) };
+        }
+        let next = _mm512_set1_ps(p[8 * c0 + 128]);
+        // By x mod 2, then mod 4, then mod 8: run m holds p[8t + m] for the 16 tiles t.
+        let ((e0, o0), (e1, o1), (e2, o2), (e3, o3)) = (split(z[0], z[1]), split(z[2], z[3]), split(z[4], z[5]), split(z[6], z[7]));
+        let ((ee0, eo0), (ee1, eo1)) = (split(e0, e1), split(e2, e3));
+        let ((oe0, oo0), (oe1, oo1)) = (split(o0, o1), split(o2, o3));
+        let ((m0, m4), (m2, m6)) = (split(ee0, ee1), split(eo0, eo1));
+        let ((m1, m5), (m3, m7)) = (split(oe0, oe1), split(oo0, oo1));
+        // p[8(t + 1)]: run 0 one tile on, the next chunk's first sample last.
+        let m8 = _mm512_castsi512_ps(_mm512_alignr_epi32::<1>(_mm512_castps_si512(next), _mm512_castps_si512(m0)));
+        let (d0, d1, d2, d3, d4) = (m0, m2, m4, m6, m8);
+        let vals = [
+            _mm512_fmsub_ps(two, _mm512_sub_ps(d0, d2), _mm512_sub_ps(d1, d3)),
+            _mm512_fmadd_ps(two, d1, _mm512_sub_ps(d2, d3)),
+            _mm512_fmsub_ps(three, d2, _mm512_fmadd_ps(two, d1, d3)),
+            _mm512_sub_ps(d3, d1),
+            _mm512_fmadd_ps(two, _mm512_sub_ps(d1, d3), _mm512_sub_ps(d4, d2)),
+            m1,
+            m3,
+            m5,
+            m7,
+        ];
+        for (xi, v) in vals.into_iter().enumerate() {
+            // SAFETY: the caller's row of tw elements in each ξ block; lanes past tw masked off.
+            unsafe { _mm512_mask_storeu_ps(dst.get().add(xi * xl + c0), mask, v) };
+        }
+    }
+}
+
+/// The even- and odd-indexed values of a|b (32 values), given the index vectors.
+#[target_feature(enable = "avx512f")]
+#[inline]
+fn split2(a: __m512, b: __m512, evens: __m512i, odds: __m512i) -> (__m512, __m512) {
+    (_mm512_permutex2var_ps(a, evens, b), _mm512_permutex2var_ps(a, odds, b))
+}
+
 /// Output transforms (`output_block`'s kind).
 const F44: u8 = 0;
 const F43: u8 = 1;
 const F42: u8 = 2;
+const F2S3: u8 = 3;
 
 /// Y = Aᵀ·M + bias for a block's `rows` channels × `left` tiles (m[ξ][row][NR]) into the output
 /// planes at `out` (rows `ol` apart): tile p's four outputs go to output row p / tw, columns
@@ -426,7 +531,7 @@ unsafe fn output_block<const KIND: u8>(m: &[f32], rows: usize, bias: Option<&[f3
         let dst = out.wrapping_add(i * ol);
         for v in 0..left.div_ceil(16) {
             // SAFETY: m holds XI × MR × NR values, the rule's first products written.
-            let xin = [7, 6, 5][KIND as usize];
+            let xin = [7, 6, 5, 9][KIND as usize];
             // (A loop, not array::from_fn: that closure was called out of line, its vectors through memory.)
             let mut mk = [_mm512_setzero_ps(); XI];
             for (xi, mx) in mk.iter_mut().enumerate().take(xin) {
@@ -435,7 +540,7 @@ unsafe fn output_block<const KIND: u8>(m: &[f32], rows: usize, bias: Option<&[f3
             let (s12, d12) = (_mm512_add_ps(mk[1], mk[2]), _mm512_sub_ps(mk[1], mk[2]));
             let (s34, d34) = (_mm512_add_ps(mk[3], mk[4]), _mm512_sub_ps(mk[3], mk[4]));
             // Aᵀ of F(4, 4) (the point 1/2 adds m5 / 2^j, ∞ the last product to y3), of F(4, 3), or
-            // of F(4, 2) (points 0, ±1, 2, ∞).
+            // of F(4, 2) (points 0, ±1, 2, ∞), to which stride 2 with 3 taps adds the odd columns'.
             let (y0, y1, y2, y3) = match KIND {
                 F44 => (
                     _mm512_add_ps(_mm512_add_ps(mk[0], s12), _mm512_add_ps(s34, _mm512_add_ps(mk[5], bv))),
@@ -449,12 +554,16 @@ unsafe fn output_block<const KIND: u8>(m: &[f32], rows: usize, bias: Option<&[f3
                     _mm512_fmadd_ps(_mm512_set1_ps(4.0), s34, _mm512_add_ps(s12, bv)),
                     _mm512_fmadd_ps(_mm512_set1_ps(8.0), d34, _mm512_add_ps(_mm512_add_ps(d12, mk[5]), bv)),
                 ),
-                _ => (
-                    _mm512_add_ps(_mm512_add_ps(mk[0], s12), _mm512_add_ps(mk[3], bv)),
-                    _mm512_fmadd_ps(_mm512_set1_ps(2.0), mk[3], _mm512_add_ps(d12, bv)),
-                    _mm512_fmadd_ps(_mm512_set1_ps(4.0), mk[3], _mm512_add_ps(s12, bv)),
-                    _mm512_fmadd_ps(_mm512_set1_ps(8.0), mk[3], _mm512_add_ps(_mm512_add_ps(d12, mk[4]), bv)),
-                ),
+                _ => {
+                    // Bias, and for stride 2 the odd columns' products (the zero vectors otherwise).
+                    let odd = [_mm512_add_ps(mk[5], bv), _mm512_add_ps(mk[6], bv), _mm512_add_ps(mk[7], bv), _mm512_add_ps(mk[8], bv)];
+                    (
+                        _mm512_add_ps(_mm512_add_ps(mk[0], s12), _mm512_add_ps(mk[3], odd[0])),
+                        _mm512_fmadd_ps(_mm512_set1_ps(2.0), mk[3], _mm512_add_ps(d12, odd[1])),
+                        _mm512_fmadd_ps(_mm512_set1_ps(4.0), mk[3], _mm512_add_ps(s12, odd[2])),
+                        _mm512_fmadd_ps(_mm512_set1_ps(8.0), mk[3], _mm512_add_ps(_mm512_add_ps(d12, mk[4]), odd[3])),
+                    )
+                }
             };
             // Interleave: lane l of y_j is tile 16v + l's output j. Within 128-bit lanes first
             // (tiles 4a + b of lane a), then the 128-bit lanes transposed.
