@@ -38,27 +38,6 @@ pub fn conv3x3(x: &[f32], w: &[f32], bias: Option<&[f32]>, p: &Plan) -> Vec<f32>
     let (th, tw) = (p.oh.div_ceil(2), p.ow.div_ceil(2));
     // Padded planes cover every tile's 4×4 window: input (h, w) sits at (h + pad, w + pad).
     let (hp, wp) = (2 * th + 2, 2 * tw + 2);
-    let planes = p.n * p.cin;
-    // Zeroed by each plane's task (a memset of the whole buffer first ran on one thread).
-    let mut padded = uninit_vec::<f32>(planes * hp * wp);
-    let pp = Ptr(padded.as_mut_ptr());
-    crate::pool::for_each(planes, &|i| {
-        // SAFETY: plane i owns its block.
-        let dst = unsafe { pp.block(i, hp * wp) };
-        let src = &x[i * p.h * p.w..(i + 1) * p.h * p.w];
-        let c0 = p.pad[1].min(wp);
-        let n = p.w.min(wp - c0);
-        for (rr, drow) in dst.chunks_exact_mut(wp).enumerate() {
-            match rr.checked_sub(p.pad[0]).filter(|&r| r < p.h) {
-                Some(r) => {
-                    drow[..c0].fill(0.0);
-                    drow[c0..c0 + n].copy_from_slice(&src[r * p.w..r * p.w + n]);
-                    drow[c0 + n..].fill(0.0);
-                }
-                None => drow.fill(0.0),
-            }
-        }
-    });
     // On AVX-512 the 16 products run on our register tiles, the filters kept packed for them (the
     // gemm crate packs them again on every call: 16 MB per call at 512 channels).
     #[cfg(target_arch = "x86_64")]
@@ -72,6 +51,35 @@ pub fn conv3x3(x: &[f32], w: &[f32], bias: Option<&[f32]>, p: &Plan) -> Vec<f32>
         rows_per = rows_per.max(32usize.div_ceil(tw)).min(th);
     }
     let blocks = th.div_ceil(rows_per);
+    // Padded by (image, block of tile rows), every channel, as the transforms read them: a thread
+    // then pads the rows it transforms next (bar the two a block shares with the next), where a
+    // split by channel sent half of every block's input across cores.
+    let mut padded = uninit_vec::<f32>(p.n * p.cin * hp * wp);
+    let pp = Ptr(padded.as_mut_ptr());
+    crate::pool::for_each(p.n * blocks, &|i| {
+        let (bi, b) = (i / blocks, i % blocks);
+        let r0 = 2 * b * rows_per;
+        let r1 = if b + 1 == blocks { hp } else { 2 * (b + 1) * rows_per };
+        let c0 = p.pad[1].min(wp);
+        let n = p.w.min(wp - c0);
+        for c in 0..p.cin {
+            let plane = bi * p.cin + c;
+            // SAFETY: rows r0..r1 of each plane of image bi belong to this task alone (the blocks'
+            // row ranges partition 0..hp).
+            let dst = unsafe { std::slice::from_raw_parts_mut(pp.get().add((plane * hp + r0) * wp), (r1 - r0) * wp) };
+            let src = &x[plane * p.h * p.w..(plane + 1) * p.h * p.w];
+            for (rr, drow) in (r0..r1).zip(dst.chunks_exact_mut(wp)) {
+                match rr.checked_sub(p.pad[0]).filter(|&r| r < p.h) {
+                    Some(r) => {
+                        drow[..c0].fill(0.0);
+                        drow[c0..c0 + n].copy_from_slice(&src[r * p.w..r * p.w + n]);
+                        drow[c0 + n..].fill(0.0);
+                    }
+                    None => drow.fill(0.0),
+                }
+            }
+        }
+    });
     let mut y = uninit_vec::<f32>(p.n * p.cout * p.oh * p.ow);
     let yp = Ptr(y.as_mut_ptr());
     // Block i's tile rows, tiles, and the strides of its 16 transformed inputs and products.
