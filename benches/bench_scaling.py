@@ -64,6 +64,10 @@ x5, cx5 = both(arr(1, 256, 28, 28))
 w5, cw5 = both(arr(256, 256, 3, 3) * 0.02)
 row("conv2d 3x3 s2 (1,256,28,28) im2col", lambda: F.conv2d(x5, w5, stride=2, padding=1),
     lambda: CF.conv2d(cx5, cw5, stride=2, padding=1))
+x6, cx6 = both(arr(1, 128, 56, 56))
+w6, cw6 = both(arr(128, 128, 3, 3) * 0.03)
+row("conv2d 3x3 s2 (1,128,56,56) along the row", lambda: F.conv2d(x6, w6, stride=2, padding=1),
+    lambda: CF.conv2d(cx6, cw6, stride=2, padding=1))
 xd, cxd = both(arr(1, 384, 56, 56))
 wd, cwd = both(arr(384, 1, 7, 7) * 0.1)
 row("conv2d depthwise 7x7 (1,384,56,56)", lambda: F.conv2d(xd, wd, padding=3, groups=384),
