@@ -330,22 +330,45 @@ fn split4(d: &[f32], q: &mut [f32], n: usize) {
     }
 }
 
-/// The samples d[j] = row[stride·(4·first + j) + px - pad] for j < 4n (zero outside the row),
-/// split by j mod 4 into q (4 runs of n): the part inside by a copy or a stride-2 deinterleave,
-/// then the split (both vectorise as permutes).
+/// d[j] = row[stride·j + shift - pad], zero outside the row: the part inside by a copy or a
+/// stride-2 deinterleave (which vectorises as permutes).
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
-fn samples(row: &[f32], stride: usize, px: usize, pad: usize, first: usize, n: usize, scratch: &mut [f32], q: &mut [f32]) {
-    let d = &mut scratch[..4 * n];
-    let shift = 4 * stride * first + px;
-    let lo = pad.saturating_sub(shift).div_ceil(stride).min(4 * n);
-    let hi = (row.len() + pad).saturating_sub(shift).div_ceil(stride).clamp(lo, 4 * n);
+fn window(row: &[f32], stride: usize, shift: usize, pad: usize, d: &mut [f32]) {
+    let lo = pad.saturating_sub(shift).div_ceil(stride).min(d.len());
+    let hi = (row.len() + pad).saturating_sub(shift).div_ceil(stride).clamp(lo, d.len());
     d[..lo].fill(0.0);
     d[hi..].fill(0.0);
     if lo < hi {
         super::conv::gather(&mut d[lo..hi], &row[stride * lo + shift - pad..], stride);
     }
+}
+
+/// The start of a scalar row transform (`input_row44/43/42`): `None` over padding, with the row's
+/// X ξ blocks zeroed; else the samples d[j] = row[stride·(4·first + j) + px - pad] for j < 4(tw +
+/// 1), split by j mod 4 into four runs of q, and the X output rows (tw elements at dst + ξ·xl).
+///
+/// # Safety
+/// dst + ξ·xl holds tw writable elements for each ξ < X, rows no one else writes meanwhile.
+#[inline(always)]
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+unsafe fn row_start<'a, const X: usize>(
+    row: Option<&[f32]>, stride: usize, px: usize, pad: usize, first: usize, tw: usize, q: &'a mut [f32], scratch: &mut [f32], dst: SendPtr<f32>, xl: usize,
+) -> Option<([&'a [f32]; 4], [&'a mut [f32]; X])> {
+    let Some(row) = row else {
+        // SAFETY: the caller's rows.
+        unsafe { zero_row(dst, X, tw, xl) };
+        return None;
+    };
+    let n = tw + 1;
+    let d = &mut scratch[..4 * n];
+    window(row, stride, 4 * stride * first + px, pad, d);
     split4(d, q, n);
+    let (q0, rest) = q.split_at(n);
+    let (q1, rest) = rest.split_at(n);
+    let (q2, q3) = rest.split_at(n);
+    // SAFETY: the caller's row of tw elements in each ξ block.
+    let out = std::array::from_fn(|xi| unsafe { std::slice::from_raw_parts_mut(dst.get().add(xi * xl), tw) });
+    Some(([q0, q1, q2, &q3[..n]], out))
 }
 
 /// Stride 2: tiles first..first + tw of row i of one (channel, column phase) plane: the phase's
@@ -357,18 +380,10 @@ fn samples(row: &[f32], stride: usize, px: usize, pad: usize, first: usize, n: u
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,fma")]
 #[allow(clippy::too_many_arguments)]
 unsafe fn input_row44(row: Option<&[f32]>, px: usize, pad: usize, first: usize, tw: usize, q: &mut [f32], scratch: &mut [f32], dst: SendPtr<f32>, xl: usize) {
-    let n = tw + 1;
-    let Some(row) = row else {
-        // SAFETY: the caller's rows.
-        return unsafe { zero_row(dst, 7, tw, xl) };
+    // SAFETY: the caller's contract.
+    let Some(([q0, q1, q2, q3], [o0, o1, o2, o3, o4, o5, o6])) = (unsafe { row_start::<7>(row, 2, px, pad, first, tw, q, scratch, dst, xl) }) else {
+        return;
     };
-    samples(row, 2, px, pad, first, n, scratch, q);
-    let (q0, rest) = q.split_at(n);
-    let (q1, rest) = rest.split_at(n);
-    let (q2, q3) = rest.split_at(n);
-    // SAFETY: the caller's row of tw elements in each ξ block.
-    let out: [&mut [f32]; 7] = std::array::from_fn(|xi| unsafe { std::slice::from_raw_parts_mut(dst.get().add(xi * xl), tw) });
-    let [o0, o1, o2, o3, o4, o5, o6] = out;
     for tx in 0..tw {
         let (d0, d1, d2, d3, d4, d5, d6) = (q0[tx], q1[tx], q2[tx], q3[tx], q0[tx + 1], q1[tx + 1], q2[tx + 1]);
         o0[tx] = -2.0 * d0 + 4.0 * d1 + 2.5 * d2 - 5.0 * d3 - 0.5 * d4 + d5;
@@ -388,18 +403,10 @@ unsafe fn input_row44(row: Option<&[f32]>, px: usize, pad: usize, first: usize, 
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,fma")]
 #[allow(clippy::too_many_arguments)]
 unsafe fn input_row43(row: Option<&[f32]>, pad: usize, first: usize, tw: usize, q: &mut [f32], scratch: &mut [f32], dst: SendPtr<f32>, xl: usize) {
-    let n = tw + 1;
-    let Some(row) = row else {
-        // SAFETY: the caller's rows.
-        return unsafe { zero_row(dst, 6, tw, xl) };
+    // SAFETY: the caller's contract.
+    let Some(([q0, q1, q2, q3], [o0, o1, o2, o3, o4, o5])) = (unsafe { row_start::<6>(row, 1, 0, pad, first, tw, q, scratch, dst, xl) }) else {
+        return;
     };
-    samples(row, 1, 0, pad, first, n, scratch, q);
-    let (q0, rest) = q.split_at(n);
-    let (q1, rest) = rest.split_at(n);
-    let (q2, q3) = rest.split_at(n);
-    // SAFETY: the caller's row of tw elements in each ξ block.
-    let out: [&mut [f32]; 6] = std::array::from_fn(|xi| unsafe { std::slice::from_raw_parts_mut(dst.get().add(xi * xl), tw) });
-    let [o0, o1, o2, o3, o4, o5] = out;
     for tx in 0..tw {
         let (d0, d1, d2, d3, d4, d5) = (q0[tx], q1[tx], q2[tx], q3[tx], q0[tx + 1], q1[tx + 1]);
         o0[tx] = 4.0 * d0 - 5.0 * d2 + d4;
@@ -418,18 +425,10 @@ unsafe fn input_row43(row: Option<&[f32]>, pad: usize, first: usize, tw: usize, 
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,fma")]
 #[allow(clippy::too_many_arguments)]
 unsafe fn input_row42(row: Option<&[f32]>, pad: usize, first: usize, tw: usize, q: &mut [f32], scratch: &mut [f32], dst: SendPtr<f32>, xl: usize) {
-    let n = tw + 1;
-    let Some(row) = row else {
-        // SAFETY: the caller's rows.
-        return unsafe { zero_row(dst, 5, tw, xl) };
+    // SAFETY: the caller's contract.
+    let Some(([q0, q1, q2, q3], [o0, o1, o2, o3, o4])) = (unsafe { row_start::<5>(row, 1, 0, pad, first, tw, q, scratch, dst, xl) }) else {
+        return;
     };
-    samples(row, 1, 0, pad, first, n, scratch, q);
-    let (q0, rest) = q.split_at(n);
-    let (q1, rest) = rest.split_at(n);
-    let (q2, q3) = rest.split_at(n);
-    // SAFETY: the caller's row of tw elements in each ξ block.
-    let out: [&mut [f32]; 5] = std::array::from_fn(|xi| unsafe { std::slice::from_raw_parts_mut(dst.get().add(xi * xl), tw) });
-    let [o0, o1, o2, o3, o4] = out;
     for tx in 0..tw {
         let (d0, d1, d2, d3, d4) = (q0[tx], q1[tx], q2[tx], q3[tx], q0[tx + 1]);
         o0[tx] = 2.0 * d0 - d1 - 2.0 * d2 + d3;
@@ -459,12 +458,7 @@ unsafe fn input_row2s3(row: Option<&[f32]>, pad: usize, first: usize, tw: usize,
     // p[x] = row[8·first + x - pad], zero outside the row, over whole chunks and one sample more.
     let len = 8 * tw.next_multiple_of(16) + 16;
     let p = &mut scratch[..len];
-    let shift = 8 * first;
-    let lo = pad.saturating_sub(shift).min(len);
-    let hi = (row.len() + pad).saturating_sub(shift).clamp(lo, len);
-    p[..lo].fill(0.0);
-    p[hi..].fill(0.0);
-    p[lo..hi].copy_from_slice(&row[lo + shift - pad..][..hi - lo]);
+    window(row, 1, 8 * first, pad, p);
     let evens = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
     let odds = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
     let split = |a, b| split2(a, b, evens, odds);
