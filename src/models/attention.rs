@@ -213,18 +213,32 @@ pub(super) fn attend(sh: &Shape, q: &[f32], parts: &[Part], out: &mut [f32]) {
     // (part, query head) for gemm (more items for the cores; the conversion is cheap beside it).
     let per = |p: &Part| if direct && p.s <= DIRECT_ROWS { n_kv } else { n_head };
     let items: Vec<(usize, usize)> = parts.iter().enumerate().flat_map(|(i, p)| (0..per(p)).map(move |h| (i, h))).collect();
+    let items = &items;
+    // The bytes of the first keys page that item `at` reads on the direct kernel (none otherwise),
+    // which the item before it asks for while it reads its last values page.
+    let keys_of = |at: usize| -> Ahead {
+        let Some(&(i, h)) = items.get(at) else { return Ahead::NONE };
+        let p = &parts[i];
+        let first = seen(sh, p.start, 0).0 / PAGE;
+        match p.kv {
+            _ if !(direct && p.s <= DIRECT_ROWS) => Ahead::NONE,
+            HostKv::Half(pages) => pages.get(first).map_or(Ahead::NONE, |pg| Ahead::of(&pg.k[h * d * PAGE..][..d * PAGE])),
+            HostKv::Single(pages) => pages.get(first).map_or(Ahead::NONE, |pg| Ahead::of(&pg.k[h * d * PAGE..][..d * PAGE])),
+        }
+    };
     let op = OutPtr(out.as_mut_ptr());
     let work = move |item: usize| {
         let op = op;
         let (i, h) = items[item];
         let p = &parts[i];
         if direct && p.s <= DIRECT_ROWS {
+            let then = keys_of(item + 1);
             // SAFETY: the CPU was checked (`direct_kernels`); the item writes only the columns of
             // kv head h's query heads in its part's rows.
             unsafe {
                 match p.kv {
-                    HostKv::Half(pages) => direct_group(kernels, sh, q, p, pages, h, group, op.0),
-                    HostKv::Single(pages) => direct_group(kernels, sh, q, p, pages, h, group, op.0),
+                    HostKv::Half(pages) => direct_group(kernels, sh, q, p, pages, h, group, then, op.0),
+                    HostKv::Single(pages) => direct_group(kernels, sh, q, p, pages, h, group, then, op.0),
                 }
             }
         } else {
@@ -318,15 +332,15 @@ unsafe fn gemm_head<E: Elem>(sh: &Shape, q: &[f32], p: &Part, pages_: &[Page<E>]
 /// # Safety
 /// As `direct_group_x86`.
 #[allow(clippy::too_many_arguments)]
-unsafe fn direct_group<E: Elem>(k: Kernels, sh: &Shape, q: &[f32], p: &Part, pages: &[Page<E>], g: usize, group: usize, out: *mut f32) {
+unsafe fn direct_group<E: Elem>(k: Kernels, sh: &Shape, q: &[f32], p: &Part, pages: &[Page<E>], g: usize, group: usize, then: Ahead, out: *mut f32) {
     #[cfg(target_arch = "x86_64")]
     match k {
-        Kernels::Avx512 => direct_group_512(sh, q, p, pages, g, group, out),
-        Kernels::Avx2 => direct_group_256(sh, q, p, pages, g, group, out),
+        Kernels::Avx512 => direct_group_512(sh, q, p, pages, g, group, then, out),
+        Kernels::Avx2 => direct_group_256(sh, q, p, pages, g, group, then, out),
         Kernels::None => {}
     }
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = (k, sh, q, p, pages, g, group, out);
+    let _ = (k, sh, q, p, pages, g, group, then, out);
 }
 
 /// `direct_group_x86` in 512-bit vectors.
@@ -335,8 +349,9 @@ unsafe fn direct_group<E: Elem>(k: Kernels, sh: &Shape, q: &[f32], p: &Part, pag
 /// As `direct_group_x86`, on a CPU with AVX-512F.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn direct_group_512<E: Elem>(sh: &Shape, q: &[f32], p: &Part, kv: &[Page<E>], g: usize, group: usize, out: *mut f32) {
-    direct_group_x86::<std::arch::x86_64::__m512, E>(sh, q, p, kv, g, group, out)
+#[allow(clippy::too_many_arguments)]
+unsafe fn direct_group_512<E: Elem>(sh: &Shape, q: &[f32], p: &Part, kv: &[Page<E>], g: usize, group: usize, then: Ahead, out: *mut f32) {
+    direct_group_x86::<std::arch::x86_64::__m512, E>(sh, q, p, kv, g, group, then, out)
 }
 
 /// `direct_group_x86` in 256-bit vectors.
@@ -345,8 +360,9 @@ unsafe fn direct_group_512<E: Elem>(sh: &Shape, q: &[f32], p: &Part, kv: &[Page<
 /// As `direct_group_x86`, on a CPU with AVX2, FMA and F16C.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn direct_group_256<E: Elem>(sh: &Shape, q: &[f32], p: &Part, kv: &[Page<E>], g: usize, group: usize, out: *mut f32) {
-    direct_group_x86::<std::arch::x86_64::__m256, E>(sh, q, p, kv, g, group, out)
+#[allow(clippy::too_many_arguments)]
+unsafe fn direct_group_256<E: Elem>(sh: &Shape, q: &[f32], p: &Part, kv: &[Page<E>], g: usize, group: usize, then: Ahead, out: *mut f32) {
+    direct_group_x86::<std::arch::x86_64::__m256, E>(sh, q, p, kv, g, group, then, out)
 }
 
 /// A vector of f32 lanes the page kernels run in (their accumulators stay in registers: 4 vectors
@@ -440,7 +456,7 @@ impl Vector for std::arch::x86_64::__m256 {
 }
 
 /// The query heads g·group.. of part `p` (all its rows) against kv head `g`, read from the pages
-/// in vectors `V`.
+/// in vectors `V`; `then` (the next item's first keys page) is asked for during the last values page.
 ///
 /// # Safety
 /// The CPU runs `V`'s instructions (the caller is compiled for them: everything here inlines into
@@ -448,7 +464,8 @@ impl Vector for std::arch::x86_64::__m256 {
 /// ((rows, heads · d)).
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-unsafe fn direct_group_x86<V: Vector, E: Elem>(sh: &Shape, q: &[f32], p: &Part, kv: &[Page<E>], g: usize, group: usize, out: *mut f32) {
+#[allow(clippy::too_many_arguments)]
+unsafe fn direct_group_x86<V: Vector, E: Elem>(sh: &Shape, q: &[f32], p: &Part, kv: &[Page<E>], g: usize, group: usize, then: Ahead, out: *mut f32) {
     let (n_head, d, s) = (sh.n_head, sh.d, p.s);
     let total = p.start + s;
     let pages = total.div_ceil(PAGE);
@@ -478,7 +495,8 @@ unsafe fn direct_group_x86<V: Vector, E: Elem>(sh: &Shape, q: &[f32], p: &Part, 
         let qn = (nq - c).min(chunk);
         for pi in first..pages {
             let kt = kv[pi].k[g * d * PAGE..].as_ptr();
-            let ahead = kv.get(pi + 1).filter(|_| pi + 1 < pages).map_or(std::ptr::null(), |next| next.k[g * d * PAGE..].as_ptr());
+            // The last page asks for the first values page (read next, as long as a keys page).
+            let ahead = if pi + 1 < pages { kv[pi + 1].k[g * d * PAGE..].as_ptr() } else { kv[first].v[g * PAGE * d..].as_ptr() };
             let o = (pi - first) * PAGE;
             let qp = |j: usize| qs.as_ptr().add((c + j) * d);
             let sp = |j: usize| sbase.add((c + j) * w + o);
@@ -504,9 +522,11 @@ unsafe fn direct_group_x86<V: Vector, E: Elem>(sh: &Shape, q: &[f32], p: &Part, 
         for pi in first..pages {
             let n = (end - pi * PAGE).min(PAGE);
             let v = kv[pi].v[g * PAGE * d..].as_ptr();
-            let ahead = kv.get(pi + 1).filter(|_| pi + 1 < pages).map_or((std::ptr::null(), 0), |next| {
-                (next.v[g * PAGE * d..].as_ptr(), (end - (pi + 1) * PAGE).min(PAGE))
-            });
+            let ahead = match kv.get(pi + 1).filter(|_| pi + 1 < pages) {
+                Some(next) => Ahead::of(&next.v[g * PAGE * d..][..(end - (pi + 1) * PAGE).min(PAGE) * d]),
+                None if c + chunk >= nq => then,
+                None => Ahead::NONE,
+            };
             let o = (pi - first) * PAGE;
             let pp = |j: usize| probs.as_ptr().add((c + j) * w + o);
             let o = |j: usize| dst[c + j];
@@ -520,6 +540,21 @@ unsafe fn direct_group_x86<V: Vector, E: Elem>(sh: &Shape, q: &[f32], p: &Part, 
     }
 }
 
+/// Memory a page kernel asks for while it reads its own page: the next page, or the next item's
+/// first (`then`).
+#[derive(Clone, Copy)]
+struct Ahead {
+    at: *const u8,
+    bytes: usize,
+}
+
+impl Ahead {
+    const NONE: Ahead = Ahead { at: std::ptr::null(), bytes: 0 };
+    fn of<E>(xs: &[E]) -> Ahead {
+        Ahead { at: xs.as_ptr() as *const u8, bytes: std::mem::size_of_val(xs) }
+    }
+}
+
 /// Asks for the `n` elements at `p` in the cache. The page kernels ask for the next page of a head
 /// while they read this one, a row of it per row they read (paced, so that the requests never
 /// outnumber the core's miss buffers): at batch 8 a step streams tens of MB of pages, and a page (one
@@ -527,10 +562,10 @@ unsafe fn direct_group_x86<V: Vector, E: Elem>(sh: &Shape, q: &[f32], p: &Part, 
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 unsafe fn prefetch<E>(p: *const E, n: usize) {
-    use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+    use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T1};
     let p = p as *const i8;
     for line in (0..n * std::mem::size_of::<E>()).step_by(64) {
-        _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(line));
+        _mm_prefetch::<_MM_HINT_T1>(p.wrapping_add(line));
     }
 }
 
@@ -567,11 +602,11 @@ unsafe fn scores_page<V: Vector, E: Elem, const Q: usize>(qs: [*const f32; Q], k
 /// stripes of up to 4 vectors of dimensions (the accumulators stay in registers).
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-unsafe fn pv_page<V: Vector, E: Elem, const Q: usize>(probs: [*const f32; Q], v: *const E, ahead: (*const E, usize), n: usize, d: usize, out: [*mut f32; Q]) {
+unsafe fn pv_page<V: Vector, E: Elem, const Q: usize>(probs: [*const f32; Q], v: *const E, ahead: Ahead, n: usize, d: usize, out: [*mut f32; Q]) {
     let mut at = 0;
     while at < d {
-        // The first stripe's pass asks for the next page's rows (`ahead`: pointer, rows).
-        let ahead = if at == 0 { ahead } else { (std::ptr::null(), 0) };
+        // The first stripe's pass asks for what comes next, an equal share per row it reads.
+        let ahead = if at == 0 { ahead } else { Ahead::NONE };
         match (d - at) / V::LANES {
             1 => pv_stripe::<V, E, Q, 1>(probs, v.add(at), ahead, n, d, out.map(|o| o.add(at))),
             2 => pv_stripe::<V, E, Q, 2>(probs, v.add(at), ahead, n, d, out.map(|o| o.add(at))),
@@ -585,8 +620,9 @@ unsafe fn pv_page<V: Vector, E: Elem, const Q: usize>(probs: [*const f32; Q], v:
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 unsafe fn pv_stripe<V: Vector, E: Elem, const Q: usize, const C: usize>(
-    probs: [*const f32; Q], v: *const E, ahead: (*const E, usize), n: usize, d: usize, out: [*mut f32; Q],
+    probs: [*const f32; Q], v: *const E, ahead: Ahead, n: usize, d: usize, out: [*mut f32; Q],
 ) {
+    let share = ahead.bytes.div_ceil(n.max(1)).next_multiple_of(64);
     let mut acc = [[V::zero(); C]; Q];
     for j in 0..Q {
         for c in 0..C {
@@ -594,8 +630,8 @@ unsafe fn pv_stripe<V: Vector, E: Elem, const Q: usize, const C: usize>(
         }
     }
     for t in 0..n {
-        if t < ahead.1 {
-            prefetch(ahead.0.wrapping_add(t * d), d);
+        if t * share < ahead.bytes {
+            prefetch(ahead.at.wrapping_add(t * share), share.min(ahead.bytes - t * share));
         }
         let row = v.add(t * d);
         let vals: [V; C] = std::array::from_fn(|c| V::load_elem(row.add(c * V::LANES)));
