@@ -376,7 +376,7 @@ impl Llama {
         }
         let eps = self.cfg.eps;
         for i in 0..self.layers.len() {
-            let h = candle_nn::ops::rms_norm(&x, &self.layers[i].attn_norm, eps)?;
+            let h = crate::nn::norm::rms_norm(&x, &self.layers[i].attn_norm, eps)?;
             let mut qkv = self.layers[i].qkv.forward(&h)?;
             if let Some(b) = &self.layers[i].qkv_bias {
                 qkv = qkv.broadcast_add(b)?;
@@ -385,16 +385,16 @@ impl Llama {
             let l = &self.layers[i];
             let mut a = l.wo.forward(&a)?;
             if let Some(n) = &l.post_attn_norm {
-                a = candle_nn::ops::rms_norm(&a, n, eps)?;
+                a = crate::nn::norm::rms_norm(&a, n, eps)?;
             }
             x = (x + self.scaled(a)?)?;
-            let h = candle_nn::ops::rms_norm(&x, &l.ffn_norm, eps)?;
+            let h = crate::nn::norm::rms_norm(&x, &l.ffn_norm, eps)?;
             let mut f = match &l.ffn {
                 Ffn::Dense(m) => m.forward(&h, self.cfg.gelu)?,
                 Ffn::Moe(m) => m.forward(&h, self.cfg.gelu)?,
             };
             if let Some(n) = &l.post_ffn_norm {
-                f = candle_nn::ops::rms_norm(&f, n, eps)?;
+                f = crate::nn::norm::rms_norm(&f, n, eps)?;
             }
             x = (x + self.scaled(f)?)?;
         }
@@ -413,7 +413,7 @@ impl Llama {
         } else {
             x.index_select(&Tensor::new(last.as_slice(), x.device())?, 0)?
         };
-        let mut logits = self.output.forward(&candle_nn::ops::rms_norm(&x, &self.norm, eps)?)?;
+        let mut logits = self.output.forward(&crate::nn::norm::rms_norm(&x, &self.norm, eps)?)?;
         if self.cfg.logit_scale != 1.0 {
             logits = (logits / self.cfg.logit_scale as f64)?;
         }
@@ -524,8 +524,8 @@ impl Llama {
         };
         let (mut q, mut k, v) = (split(0, n_head)?, split(nq, n_kv)?, split(nq + nk, n_kv)?);
         if let Some((qn, kn)) = &self.layers[layer].qk_norm {
-            q = candle_nn::ops::rms_norm(&q, qn, self.cfg.eps)?;
-            k = candle_nn::ops::rms_norm(&k, kn, self.cfg.eps)?;
+            q = crate::nn::norm::rms_norm(&q, qn, self.cfg.eps)?;
+            k = crate::nn::norm::rms_norm(&k, kn, self.cfg.eps)?;
         }
         let (table, window) = self.layer_rope(layer);
         let (cos, sin) = table.dev.as_ref().ok_or_else(|| candle_core::Error::Msg("no rotary tables".into()))?;
