@@ -12,6 +12,7 @@ pub mod kernels;
 pub mod gemm16;
 pub mod linalg;
 pub mod meta;
+pub mod extreme;
 pub mod reduce;
 pub mod scan;
 pub mod scatter;
