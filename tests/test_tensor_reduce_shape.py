@@ -76,6 +76,32 @@ def test_max_min_arg(dtype):
     assert_same(cb.max(ca, to_cb(a.flip(0))), torch.max(a, a.flip(0)))
 
 
+@pytest.mark.parametrize("n", [64, 79, 200, 49152])
+@pytest.mark.parametrize("case", ["ties", "nan", "neg_inf", "signed_zeros", "transposed"])
+def test_arg_extreme_long_rows(n, case):
+    """Rows of 64+ float32 values take the vector argmax/argmin: the first extreme (or first NaN)."""
+    rng = np.random.default_rng(n)
+    a = rng.integers(-5, 5, size=(3, n)).astype(np.float32)
+    if case == "nan":
+        a[1, rng.integers(0, n)] = np.nan
+        a[2, [5, n - 1]] = np.nan
+    elif case == "neg_inf":
+        a[:] = -np.inf
+    elif case == "signed_zeros":
+        a[:] = 0.0
+        a[0, 3] = -0.0
+        a[1, ::2] = -0.0
+    elif case == "transposed":
+        a = np.ascontiguousarray(rng.standard_normal((n, 3)).astype(np.float32)).T
+    t, c = torch.from_numpy(a), cb.from_numpy(a)
+    for op in ("argmax", "argmin"):
+        for dim in (1, -1, None):
+            assert_same(getattr(c, op)(dim), getattr(t, op)(dim))
+        assert_same(getattr(c.T, op)(0), getattr(t.T, op)(0))
+    assert_same(c.max(1).indices, t.max(1).indices)
+    assert_same(c.min(-1).indices, t.min(-1).indices)
+
+
 def test_reduction_errors():
     with pytest.raises(RuntimeError, match="mean\\(\\): could not infer output dtype"):
         cb.tensor([1, 2]).mean()
