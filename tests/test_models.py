@@ -853,7 +853,10 @@ def test_packed_weights_match_the_blocks_path(tmp_path, qtype):
 def test_k_quant_tiles_match_the_blocks(tmp_path, qtype):
     """Q4_K/Q6_K weights (a tied embedding too) keep only their tiles on x86 (at every ISA with
     AVX2), rows looked up there; the same file on the blocks (the portable kernels) gives the same
-    logits up to float summation order, with less memory than blocks and tiles side by side."""
+    logits up to float summation order, with less memory than blocks and tiles side by side. The
+    order can flip one 8-bit activation's rounding in a later matmul (seen under
+    CANDLE_BIND_GENERIC's attention: 1% of the logits' scale), so the bound is that of one such flip;
+    a tile laid out wrong moves every logit."""
     path = _tiny_llama(tmp_path / "k.gguf", quantize=Q8_ALL, vocab=48, qtype=qtype, d=256, ff=256)
     code = ("import sys, numpy as np, candle_bind as cb; llm = cb.models.from_gguf(sys.argv[1]);"
             "np.save(sys.argv[2], llm._model.step_batch([(1, [1, 5, 47, 3], 0), (2, [9], 0)]).numpy())")
@@ -863,8 +866,10 @@ def test_k_quant_tiles_match_the_blocks(tmp_path, qtype):
         env = dict(os.environ, CANDLE_BIND_ISA=isa) if isa else dict(os.environ)
         subprocess.run([sys.executable, "-c", code, str(path), str(out)], env=env, check=True)
         outs.append(np.load(out))
+    ref = outs[-1]
     for isa, out in zip(("native", "avx2"), outs):
-        np.testing.assert_allclose(out, outs[-1], rtol=1e-4, atol=1e-4, err_msg=isa)
+        assert np.abs(out - ref).max() < 0.03 * np.abs(ref).max(), isa
+        assert np.corrcoef(out.ravel(), ref.ravel())[0, 1] > 0.9999, isa
 
 
 @pytest.mark.parametrize("qtype", ["Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1"])
