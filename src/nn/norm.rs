@@ -84,6 +84,17 @@ crate::tensor::kernels::multiversion! {
     }
 }
 
+/// `norm_row` over every row of `n` in `x` into `y`, blocks of rows split over the pool.
+fn norm_all(x: &[f32], n: usize, w: Option<&[f32]>, b: Option<&[f32]>, eps: f32, rms: bool, y: &mut [f32]) {
+    let per = (16384 / n).max(1);
+    crate::pool::chunks_mut(y, per * n, |i, out| {
+        for (r, o) in out.chunks_mut(n).enumerate() {
+            let row = i * per + r;
+            norm_row(&x[row * n..(row + 1) * n], o, w, b, eps, rms);
+        }
+    })
+}
+
 /// RMS norm of every row of `x` by `w` for the native engines: `norm_row` on a contiguous f32 CPU
 /// tensor (candle-nn's sums a row one element at a time: a batch-8 decode step spent 3% there),
 /// candle-nn's kernel anywhere else.
@@ -100,18 +111,7 @@ pub(crate) fn rms_norm(x: &Tensor, w: &Tensor, eps: f32) -> candle_core::Result<
     let total = x.elem_count();
     let xs = &cpu.as_slice::<f32>()?[layout.start_offset()..][..total];
     let mut y = crate::tensor::kernels::uninit_vec::<f32>(total);
-    let per = (16384 / n).max(1);
-    let row = |i: usize, out: &mut [f32]| {
-        for (r, o) in out.chunks_mut(n).enumerate() {
-            let at = (i * per + r) * n;
-            norm_row(&xs[at..at + n], o, Some(&w), None, eps, true);
-        }
-    };
-    if total >= crate::tensor::kernels::PAR_THRESHOLD && total > n {
-        crate::pool::chunks_mut(&mut y, per * n, row);
-    } else {
-        row(0, &mut y);
-    }
+    norm_all(xs, n, Some(&w), None, eps, true, &mut y);
     drop(guard);
     Tensor::from_vec(y, x.dims(), &Device::Cpu)
 }
@@ -153,16 +153,7 @@ pub fn norm_rows(input: &PyTensor, n: usize, weight: Option<&PyTensor>, bias: Op
     let b = bias.map(|b| crate::tensor::cpu_vec::<f32>(&b.t)).transpose()?;
     let mut y = crate::tensor::kernels::uninit_vec::<f32>(total);
     let rows = total / n;
-    let eps = eps as f32;
-    let per = (16384 / n).max(1);
-    let mut work = || {
-        crate::pool::chunks_mut(&mut y, per * n, |i, out| {
-            for (r, o) in out.chunks_mut(n).enumerate() {
-                let row = i * per + r;
-                norm_row(&x[row * n..(row + 1) * n], o, w.as_deref(), b.as_deref(), eps, rms);
-            }
-        })
-    };
+    let mut work = || norm_all(x, n, w.as_deref(), b.as_deref(), eps as f32, rms, &mut y);
     if total >= crate::tensor::kernels::PAR_THRESHOLD && rows > 1 {
         Python::attach(|py| py.detach(&mut work));
     } else {

@@ -176,7 +176,7 @@ impl PyTensor {
             });
         }
         if !super::is_cpu(&self.t) {
-            let src = if self.dtype == DType::Bool { self.t.clone() } else { self.t.clone() };
+            let src = self.t.clone();
             let r = rows_dev(&src, dims, keepdim, |x, _| {
                 let r = if max { x.max_keepdim(1) } else { x.min_keepdim(1) }.py()?;
                 nan_rows(x, r)

@@ -728,6 +728,17 @@ mod kernels {
 // parallelized over (m-tiles x n-tiles) on the barrier pool by the caller's chunker.
 // Per-unit bodies live in #[target_feature] fns so intrinsics inline under portable
 // (target-cpu=generic) release builds; closures cannot carry the attribute.
+/// candle-bind's patch: `kernels::prefetch_ahead` from Q4K/Q6K tile `i` (other tiles: nothing).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn prefetch_k_tile(packed: &PackedX86, i: usize) {
+    match packed {
+        PackedX86::Q4K(tiles) => kernels::prefetch_ahead(tiles.as_ptr().wrapping_add(i)),
+        PackedX86::Q6K(tiles) => kernels::prefetch_ahead(tiles.as_ptr().wrapping_add(i)),
+        _ => {}
+    }
+}
+
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512vnni,avx512bw")]
 #[allow(clippy::too_many_arguments)]
@@ -750,11 +761,7 @@ unsafe fn matmul_unit_512(
         }
         if mt > 1 {
             // candle-bind's patch: several rows fetch their weights ahead into L2, as `kernels::rows`.
-            match packed {
-                PackedX86::Q4K(tiles) => kernels::prefetch_ahead(tiles.as_ptr().wrapping_add(nt * kb + b)),
-                PackedX86::Q6K(tiles) => kernels::prefetch_ahead(tiles.as_ptr().wrapping_add(nt * kb + b)),
-                _ => {}
-            }
+            prefetch_k_tile(packed, nt * kb + b);
         }
         match packed {
             PackedX86::Q4K(tiles) => {
@@ -808,11 +815,7 @@ unsafe fn matmul_unit_256(
         }
         if mt > 1 {
             // candle-bind's patch: several rows fetch their weights ahead into L2, as `kernels::rows`.
-            match packed {
-                PackedX86::Q4K(tiles) => kernels::prefetch_ahead(tiles.as_ptr().wrapping_add(nt * kb + b)),
-                PackedX86::Q6K(tiles) => kernels::prefetch_ahead(tiles.as_ptr().wrapping_add(nt * kb + b)),
-                _ => {}
-            }
+            prefetch_k_tile(packed, nt * kb + b);
         }
         match packed {
             PackedX86::Q4K(tiles) => {
