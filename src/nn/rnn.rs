@@ -288,8 +288,17 @@ impl GateIn<'_> {
     }
     /// The single-gate cells: f(x + (hg + b)).
     fn simple(self, out: &mut [f32], f: impl Fn(f32) -> f32) {
-        for (j, o) in out.iter_mut().enumerate() {
-            *o = f(self.x[j] + (self.hg[j] + self.b[j]));
+        simple_gate(self.x, self.hg, self.b, out, f)
+    }
+}
+
+crate::tensor::kernels::multiversion! {
+    /// f(x + (hg + b)) over a run of units, compiled per instruction set (tanh's fused
+    /// multiply-adds are single instructions only there).
+    fn simple_gate<F>(x: &[f32], hg: &[f32], b: &[f32], out: &mut [f32], f: F) where [F: Fn(f32) -> f32] {
+        let u = out.len();
+        for (((o, &x), &h), &b) in out.iter_mut().zip(&x[..u]).zip(&hg[..u]).zip(&b[..u]) {
+            *o = f(x + (h + b));
         }
     }
 }

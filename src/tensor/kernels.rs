@@ -399,15 +399,15 @@ where
 // ---- vectorisable f32 math (plain arithmetic, no libm calls, so LLVM can vectorise the loops) ----
 
 /// exp(x) for f32: range reduction to 2^n·e^r and its degree-7 Taylor polynomial; ~1 ulp.
+/// The polynomial and the reduction are fused multiply-adds (`mul_add`): inside the AVX2/AVX-512
+/// kernels they are one instruction each (Rust never fuses `a * b + c` by itself), half the
+/// instructions of the plain form.
 #[inline(always)]
 pub fn exp_f32(x: f32) -> f32 {
     let x = x.clamp(-104.0, 89.0);
     let n = (x * std::f32::consts::LOG2_E).round_ties_even();
-    let r = x - n * 0.693_145_75 - n * 1.428_606_8e-6;
-    let p = 1.0
-        + r * (1.0
-            + r * (0.5
-                + r * (0.166_666_67 + r * (0.041_666_668 + r * (0.008_333_334 + r * (0.001_388_889 + r * 0.000_198_412_7))))));
+    let r = n.mul_add(-1.428_606_8e-6, n.mul_add(-0.693_145_75, x));
+    let p = horner(r, &[1.0, 1.0, 0.5, 0.166_666_67, 0.041_666_668, 0.008_333_334, 0.001_388_889, 0.000_198_412_7]);
     // 2^n split in two steps so n down to -150 stays representable (subnormal results).
     // NaN goes to 0 here (the polynomial already carries it); the cast then needs no saturation
     // checks, which keeps the loop vectorised.
@@ -420,6 +420,17 @@ pub fn exp_f32(x: f32) -> f32 {
     p * s1 * s2
 }
 
+/// c[0] + x·(c[1] + x·(c[2] + …)) by fused multiply-adds (the slice is a constant, so the loop
+/// unrolls away).
+#[inline(always)]
+pub fn horner(x: f32, c: &[f32]) -> f32 {
+    let mut p = c[c.len() - 1];
+    for &k in c[..c.len() - 1].iter().rev() {
+        p = p.mul_add(x, k);
+    }
+    p
+}
+
 #[inline(always)]
 pub fn tanh_f32(x: f32) -> f32 {
     // tanh(x) = (1 - e^{-2|x|}) / (1 + e^{-2|x|}) with the sign restored; a series near 0.
@@ -427,7 +438,7 @@ pub fn tanh_f32(x: f32) -> f32 {
     let e = exp_f32(-2.0 * ax);
     let t = (1.0 - e) / (1.0 + e);
     let x2 = x * x;
-    let small = ax * (1.0 + x2 * (-0.333_333_34 + x2 * (0.133_333_34 + x2 * -0.053_968_254)));
+    let small = ax * horner(x2, &[1.0, -0.333_333_34, 0.133_333_34, -0.053_968_254]);
     let t = if ax < 0.0625 { small } else { t };
     t.copysign(x)
 }
@@ -439,8 +450,8 @@ pub fn tanh_f32(x: f32) -> f32 {
 pub fn exp_beside_one(x: f32) -> f32 {
     let x = x.clamp(-87.0, 89.0);
     let n = (x * std::f32::consts::LOG2_E).round_ties_even();
-    let r = x - n * 0.693_145_75 - n * 1.428_606_8e-6;
-    let p = 1.0 + r * (1.0 + r * (0.5 + r * (0.166_666_67 + r * (0.041_666_668 + r * (0.008_333_334 + r * 0.001_388_889)))));
+    let r = n.mul_add(-1.428_606_8e-6, n.mul_add(-0.693_145_75, x));
+    let p = horner(r, &[1.0, 1.0, 0.5, 0.166_666_67, 0.041_666_668, 0.008_333_334, 0.001_388_889]);
     let n = if n.is_nan() { 0.0 } else { n };
     // SAFETY: n is finite and within [-126, 128] after the clamp above.
     let n: i32 = unsafe { n.to_int_unchecked() };
@@ -467,7 +478,7 @@ pub fn erf_f32(x: f32) -> f32 {
 #[inline(always)]
 fn erf_small_f32(x: f32) -> f32 {
     let x2 = x * x;
-    x.abs() * (1.128_379_2 + x2 * (-0.376_126_14 + x2 * (0.112_837_92 + x2 * (-0.026_866_17 + x2 * (0.005_223_977 + x2 * -0.000_854_8)))))
+    x.abs() * horner(x2, &[1.128_379_2, -0.376_126_14, 0.112_837_92, -0.026_866_17, 0.005_223_977, -0.000_854_8])
 }
 
 /// |erf(x)| by Abramowitz–Stegun 7.1.26 (absolute error < 1.5e-7), the formula torch's vectorised
@@ -476,8 +487,8 @@ fn erf_small_f32(x: f32) -> f32 {
 pub fn erf_as_f32(x: f32) -> f32 {
     let ax = x.abs();
     let t = 1.0 / (1.0 + 0.327_591_1 * ax);
-    let poly = t * (0.254_829_6 + t * (-0.284_496_74 + t * (1.421_413_7 + t * (-1.453_152_1 + t * 1.061_405_4))));
-    let r = 1.0 - poly * exp_f32(-ax * ax);
+    let poly = t * horner(t, &[0.254_829_6, -0.284_496_74, 1.421_413_7, -1.453_152_1, 1.061_405_4]);
+    let r = (-poly).mul_add(exp_f32(-ax * ax), 1.0);
     if r > 1.0 { 1.0 } else { r }
 }
 
@@ -487,18 +498,8 @@ pub fn erf_as_f32(x: f32) -> f32 {
 pub fn erf_rational_f32(x: f32) -> f32 {
     let x = x.clamp(-4.0, 4.0);
     let x2 = x * x;
-    let p = -2.726_142_3e-10_f32;
-    let p = p * x2 + 2.770_681_4e-8;
-    let p = p * x2 - 2.101_024e-6;
-    let p = p * x2 - 5.692_506_4e-5;
-    let p = p * x2 - 7.349_906_3e-4;
-    let p = p * x2 - 2.954_600_1e-3;
-    let p = p * x2 - 1.609_603_3e-2;
-    let q = -1.456_607_2e-5_f32;
-    let q = q * x2 - 2.133_740_6e-4;
-    let q = q * x2 - 1.682_827e-3;
-    let q = q * x2 - 7.373_329_2e-3;
-    let q = q * x2 - 1.426_474e-2;
+    let p = horner(x2, &[-1.609_603_3e-2, -2.954_600_1e-3, -7.349_906_3e-4, -5.692_506_4e-5, -2.101_024e-6, 2.770_681_4e-8, -2.726_142_3e-10]);
+    let q = horner(x2, &[-1.426_474e-2, -7.373_329_2e-3, -1.682_827e-3, -2.133_740_6e-4, -1.456_607_2e-5]);
     x * p / q
 }
 
@@ -512,8 +513,8 @@ pub fn ln_pos_f32(x: f32) -> f32 {
     let m = f32::from_bits(bits.wrapping_sub((e as u32) << 23));
     let t = (m - 1.0) / (m + 1.0);
     let t2 = t * t;
-    let s = t * (2.0 + t2 * (0.666_666_7 + t2 * (0.4 + t2 * (0.285_714_3 + t2 * 0.222_222_22))));
-    e as f32 * std::f32::consts::LN_2 + s
+    let s = t * horner(t2, &[2.0, 0.666_666_7, 0.4, 0.285_714_3, 0.222_222_22]);
+    (e as f32).mul_add(std::f32::consts::LN_2, s)
 }
 
 
