@@ -294,8 +294,9 @@ fn seen(sh: &Shape, start: usize, i: usize) -> (usize, usize) {
 
 /// Masks `row` (scores of keys 0..row.len()) outside lo..=hi, squashes it, softmax into `probs`.
 fn scores_to_probs(sh: &Shape, row: &mut [f32], probs: &mut [f32], lo: usize, hi: usize) {
+    // Only the seen keys' scores are read: the direct kernel leaves a last page's tail unwritten.
     if let Some(c) = sh.softcap {
-        row.iter_mut().for_each(|x| *x = c * (*x / c).tanh());
+        row[lo..=hi].iter_mut().for_each(|x| *x = c * (*x / c).tanh());
     }
     row[hi + 1..].fill(f32::NEG_INFINITY);
     row[..lo].fill(f32::NEG_INFINITY);
@@ -498,13 +499,14 @@ unsafe fn direct_group_x86<V: Vector, E: Elem>(sh: &Shape, q: &[f32], p: &Part, 
             // The last page asks for the first values page (read next, as long as a keys page).
             let ahead = if pi + 1 < pages { kv[pi + 1].k[g * d * PAGE..].as_ptr() } else { kv[first].v[g * PAGE * d..].as_ptr() };
             let o = (pi - first) * PAGE;
+            let n = (total - pi * PAGE).min(PAGE);
             let qp = |j: usize| qs.as_ptr().add((c + j) * d);
             let sp = |j: usize| sbase.add((c + j) * w + o);
             match qn {
-                1 => scores_page::<V, E, 1>([qp(0)], kt, ahead, d, [sp(0)]),
-                2 => scores_page::<V, E, 2>(std::array::from_fn(qp), kt, ahead, d, std::array::from_fn(sp)),
-                3 => scores_page::<V, E, 3>(std::array::from_fn(qp), kt, ahead, d, std::array::from_fn(sp)),
-                _ => scores_page::<V, E, 4>(std::array::from_fn(qp), kt, ahead, d, std::array::from_fn(sp)),
+                1 => scores_page::<V, E, 1>([qp(0)], kt, ahead, n, d, [sp(0)]),
+                2 => scores_page::<V, E, 2>(std::array::from_fn(qp), kt, ahead, n, d, std::array::from_fn(sp)),
+                3 => scores_page::<V, E, 3>(std::array::from_fn(qp), kt, ahead, n, d, std::array::from_fn(sp)),
+                _ => scores_page::<V, E, 4>(std::array::from_fn(qp), kt, ahead, n, d, std::array::from_fn(sp)),
             }
         }
     }
@@ -569,31 +571,47 @@ unsafe fn prefetch<E>(p: *const E, n: usize) {
     }
 }
 
-/// Scores of `Q` query vectors (d each) against one page's keys (kt: [d][PAGE]): PAGE each, in
-/// passes of 4 vectors of positions.
+/// Scores of `Q` query vectors (d each) against the first `n` keys of one page (kt: [d][PAGE]), in
+/// passes of up to 4 vectors of positions (the last page's keys past `n` are not read: their
+/// scores are masked anyway).
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-unsafe fn scores_page<V: Vector, E: Elem, const Q: usize>(qs: [*const f32; Q], kt: *const E, ahead: *const E, d: usize, out: [*mut f32; Q]) {
+unsafe fn scores_page<V: Vector, E: Elem, const Q: usize>(qs: [*const f32; Q], kt: *const E, ahead: *const E, n: usize, d: usize, out: [*mut f32; Q]) {
     let width = 4 * V::LANES;
-    for at in (0..PAGE).step_by(width) {
-        let mut acc = [[V::zero(); 4]; Q];
-        for k in 0..d {
-            let row = kt.add(k * PAGE + at);
-            if !ahead.is_null() {
-                prefetch(ahead.wrapping_add(k * PAGE + at), width);
-            }
-            let keys = [0, 1, 2, 3].map(|c| V::load_elem(row.add(c * V::LANES)));
-            for j in 0..Q {
-                let b = V::splat(*qs[j].add(k));
-                for c in 0..4 {
-                    acc[j][c] = V::fma(b, keys[c], acc[j][c]);
-                }
+    for at in (0..n).step_by(width) {
+        // The first pass asks for the whole of what comes next, a row of it per key row.
+        let ahead = if at == 0 { ahead } else { std::ptr::null() };
+        match (n - at).div_ceil(V::LANES) {
+            1 => scores_pass::<V, E, Q, 1>(qs, kt.add(at), ahead, d, out.map(|o| o.add(at))),
+            2 => scores_pass::<V, E, Q, 2>(qs, kt.add(at), ahead, d, out.map(|o| o.add(at))),
+            3 => scores_pass::<V, E, Q, 3>(qs, kt.add(at), ahead, d, out.map(|o| o.add(at))),
+            _ => scores_pass::<V, E, Q, 4>(qs, kt.add(at), ahead, d, out.map(|o| o.add(at))),
+        }
+    }
+}
+
+/// One pass of `scores_page` over C vectors of positions (`kt` and `out` at its first), asking for
+/// the page at `ahead` (unless null) a row per key row.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn scores_pass<V: Vector, E: Elem, const Q: usize, const C: usize>(qs: [*const f32; Q], kt: *const E, ahead: *const E, d: usize, out: [*mut f32; Q]) {
+    let mut acc = [[V::zero(); C]; Q];
+    for k in 0..d {
+        let row = kt.add(k * PAGE);
+        if !ahead.is_null() {
+            prefetch(ahead.wrapping_add(k * PAGE), PAGE);
+        }
+        let keys: [V; C] = std::array::from_fn(|c| V::load_elem(row.add(c * V::LANES)));
+        for j in 0..Q {
+            let b = V::splat(*qs[j].add(k));
+            for c in 0..C {
+                acc[j][c] = V::fma(b, keys[c], acc[j][c]);
             }
         }
-        for j in 0..Q {
-            for c in 0..4 {
-                acc[j][c].store(out[j].add(at + c * V::LANES));
-            }
+    }
+    for j in 0..Q {
+        for c in 0..C {
+            acc[j][c].store(out[j].add(c * V::LANES));
         }
     }
 }
