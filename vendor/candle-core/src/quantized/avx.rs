@@ -373,29 +373,42 @@ pub(crate) unsafe fn vec_dot_rows_q8_0_q8_0_512<const W: usize, const R: usize>(
 /// The CPU must have AVX2, FMA and F16C; `xs` holds 32 floats per block of `ys`.
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(crate) unsafe fn quantize_row_q8_1(xs: &[f32], ys: &mut [BlockQ8_1]) {
-    let sign = _mm256_set1_ps(-0.0);
-    let perm = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
     for (y, x) in ys.iter_mut().zip(xs.chunks_exact(QK8_1)) {
-        let v: [__m256; 4] = std::array::from_fn(|j| unsafe { _mm256_loadu_ps(x.as_ptr().add(8 * j)) });
-        let m = _mm256_max_ps(_mm256_max_ps(_mm256_andnot_ps(sign, v[0]), _mm256_andnot_ps(sign, v[1])),
-                              _mm256_max_ps(_mm256_andnot_ps(sign, v[2]), _mm256_andnot_ps(sign, v[3])));
-        let m = _mm_max_ps(_mm256_extractf128_ps::<1>(m), _mm256_castps256_ps128(m));
-        let m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-        let amax = _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)));
+        let (amax, sum) = unsafe { quantize_block_q8(x, &mut y.qs) };
         let d = amax / 127.0;
-        let id = _mm256_set1_ps(if amax != 0.0 { 127.0 / amax } else { 0.0 });
-        let q: [__m256i; 4] = std::array::from_fn(|j| {
-            _mm256_cvtps_epi32(_mm256_round_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(_mm256_mul_ps(v[j], id)))
-        });
-        let sum = _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
-        let sum = _mm_add_epi32(_mm256_extracti128_si256::<1>(sum), _mm256_castsi256_si128(sum));
-        let sum = _mm_add_epi32(sum, _mm_shuffle_epi32::<0b01_00_11_10>(sum));
-        let sum = _mm_cvtsi128_si32(_mm_add_epi32(sum, _mm_shuffle_epi32::<0b10_11_00_01>(sum)));
-        let packed = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
-        unsafe { _mm256_storeu_si256(y.qs.as_mut_ptr() as *mut __m256i, _mm256_permutevar8x32_epi32(packed, perm)) };
         y.d = f16::from_f32(d);
         y.s = f16::from_f32(sum as f32 * d);
     }
+}
+
+/// candle-bind's patch: one block of `quantize_row_q8_1` (its 32 values into `qs`, x / d rounded
+/// to nearest with d = max|x| / 127): (max|x|, the sum of the quantized values). Shared with the
+/// tile kernels' activation blocks (`repack_x86::quantize_row_act`).
+///
+/// # Safety
+/// The CPU must have AVX2, FMA and F16C; `x` holds at least 32 floats.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(crate) unsafe fn quantize_block_q8(x: &[f32], qs: &mut [i8; QK8_1]) -> (f32, i32) {
+    let sign = _mm256_set1_ps(-0.0);
+    let perm = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    let v: [__m256; 4] = std::array::from_fn(|j| unsafe { _mm256_loadu_ps(x[..QK8_1].as_ptr().add(8 * j)) });
+    let m = _mm256_max_ps(_mm256_max_ps(_mm256_andnot_ps(sign, v[0]), _mm256_andnot_ps(sign, v[1])),
+                          _mm256_max_ps(_mm256_andnot_ps(sign, v[2]), _mm256_andnot_ps(sign, v[3])));
+    let m = _mm_max_ps(_mm256_extractf128_ps::<1>(m), _mm256_castps256_ps128(m));
+    let m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    let amax = _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)));
+    let id = _mm256_set1_ps(if amax != 0.0 { 127.0 / amax } else { 0.0 });
+    let q: [__m256i; 4] = std::array::from_fn(|j| {
+        _mm256_cvtps_epi32(_mm256_round_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(_mm256_mul_ps(v[j], id)))
+    });
+    let sum = _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
+    let sum = _mm_add_epi32(_mm256_extracti128_si256::<1>(sum), _mm256_castsi256_si128(sum));
+    let sum = _mm_add_epi32(sum, _mm_shuffle_epi32::<0b01_00_11_10>(sum));
+    let sum = _mm_cvtsi128_si32(_mm_add_epi32(sum, _mm_shuffle_epi32::<0b10_11_00_01>(sum)));
+    let packed = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+    unsafe { _mm256_storeu_si256(qs.as_mut_ptr() as *mut __m256i, _mm256_permutevar8x32_epi32(packed, perm)) };
+    (amax, sum)
 }
 
 /// # Safety
