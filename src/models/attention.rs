@@ -630,13 +630,27 @@ unsafe fn scores_pass<V: Vector, E: Elem, const Q: usize, const C: usize>(qs: [*
             prefetch(ahead.wrapping_add(k * PAGE), PAGE);
         }
         let keys: [V; C] = std::array::from_fn(|c| V::load_elem(row.add(c * V::LANES)));
-        for j in 0..Q {
-            let b = V::splat(*qs[j].add(k));
-            for c in 0..C {
-                acc[j][c] = V::fma(b, keys[c], acc[j][c]);
-            }
+        rank1(&mut acc, qs, k, keys);
+    }
+    store_acc(acc, out);
+}
+
+/// acc[j][c] += s[j][i] · x[c]: the page kernels' step, one broadcast per query vector.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn rank1<V: Vector, const Q: usize, const C: usize>(acc: &mut [[V; C]; Q], s: [*const f32; Q], i: usize, x: [V; C]) {
+    for j in 0..Q {
+        let b = V::splat(*s[j].add(i));
+        for c in 0..C {
+            acc[j][c] = V::fma(b, x[c], acc[j][c]);
         }
     }
+}
+
+/// The accumulators to out[j] (C vectors each).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn store_acc<V: Vector, const Q: usize, const C: usize>(acc: [[V; C]; Q], out: [*mut f32; Q]) {
     for j in 0..Q {
         for c in 0..C {
             acc[j][c].store(out[j].add(c * V::LANES));
@@ -681,16 +695,7 @@ unsafe fn pv_stripe<V: Vector, E: Elem, const Q: usize, const C: usize>(
         }
         let row = v.add(t * d);
         let vals: [V; C] = std::array::from_fn(|c| V::load_elem(row.add(c * V::LANES)));
-        for j in 0..Q {
-            let b = V::splat(*probs[j].add(t));
-            for c in 0..C {
-                acc[j][c] = V::fma(b, vals[c], acc[j][c]);
-            }
-        }
+        rank1(&mut acc, probs, t, vals);
     }
-    for j in 0..Q {
-        for c in 0..C {
-            acc[j][c].store(out[j].add(c * V::LANES));
-        }
-    }
+    store_acc(acc, out);
 }
