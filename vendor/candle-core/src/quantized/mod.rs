@@ -559,11 +559,9 @@ impl QTensor {
             };
             let dtype = self.dtype();
             // Q4K/Q6K weights get their tiles at the first matmul anyway (on x86 every row count
-            // runs there), beside the blocks: made now, the blocks go. Not Q4K where AMX packs
-            // large batches from the blocks.
+            // runs there, AMX's large batches too), beside the blocks: made now, the blocks go.
             let k_tiles = matches!(dtype, GgmlDType::Q4K | GgmlDType::Q6K)
-                && repack_x86::select(dtype, 1, n, k)
-                && !(dtype == GgmlDType::Q4K && repack_x86::amx_available());
+                && repack_x86::select(dtype, 1, n, k);
             if !repack_x86::select_q8_act(dtype, n, k) && !k_tiles {
                 return Ok(self);
             }

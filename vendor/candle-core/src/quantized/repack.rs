@@ -37,8 +37,6 @@ pub(crate) enum PackedStorage {
 pub(crate) struct PackedCache {
     #[cfg(target_arch = "x86_64")]
     x86: OnceLock<super::repack_x86::PackedX86>,
-    #[cfg(target_arch = "x86_64")]
-    x86_amx: OnceLock<Vec<super::repack_x86::TileQ4KAmx>>,
     #[cfg(target_arch = "aarch64")]
     q4_0x4: OnceLock<PackedStorage>,
     #[cfg(target_arch = "aarch64")]
@@ -70,8 +68,6 @@ impl PackedCache {
         Self {
             #[cfg(target_arch = "x86_64")]
             x86: OnceLock::new(),
-            #[cfg(target_arch = "x86_64")]
-            x86_amx: OnceLock::new(),
             #[cfg(target_arch = "aarch64")]
             q4_0x4: OnceLock::new(),
             #[cfg(target_arch = "aarch64")]
@@ -276,17 +272,16 @@ pub(crate) fn try_matmul_f32(
         }
         let dtype = storage.dtype();
         let lhs_q = super::repack_x86::quantize_lhs(lhs, m, k);
-        if m >= 32 && dtype == super::GgmlDType::Q4K && super::repack_x86::amx_available() {
-            dst.fill(0.0);
-            let tiles = packed
-                .x86_amx
-                .get_or_init(|| super::repack_x86::pack_q4k_amx(storage, n, k));
-            super::repack_x86::matmul_amx_q4k(tiles, &lhs_q, m, k, n, dst);
-            return Ok(true);
-        }
         let tiles = packed
             .x86
             .get_or_init(|| super::repack_x86::pack(dtype, storage, n, k));
+        if let super::repack_x86::PackedX86::Q4K(q4k) = tiles {
+            if m >= 32 && super::repack_x86::amx_available() {
+                dst.fill(0.0);
+                super::repack_x86::matmul_amx_q4k(q4k, &lhs_q, m, k, n, dst);
+                return Ok(true);
+            }
+        }
         super::repack_x86::matmul_tiles(tiles, &lhs_q, m, k, n, dst);
         Ok(true)
     }

@@ -1093,18 +1093,11 @@ pub(crate) fn gemv_fused(
     }
 }
 
-// AMX-int8 path for large-m (prefill) q4k matmuls: weights unpacked to i8 in tile
-// layout (B tile = 8 rows x 64 bytes = 32k x 16n VNNI-paired), activations repacked
-// per 16-row block, tdpbssd accumulating 16x16 i32 per 32-k subblock so the q4k
-// per-subblock scales apply exactly.
-#[repr(C)]
-pub(crate) struct TileQ4KAmx {
-    pub(crate) scales: [[f32; TILE_N]; 8],
-    pub(crate) mins: [[f32; TILE_N]; 8],
-    // [subblock (8)][k4-row (8)][16 cols * 4 k] unsigned 4-bit values as i8
-    pub(crate) qs: [u8; QK_K * TILE_N],
-}
-
+// AMX-int8 path for large-m (prefill) q4k matmuls over the same TileQ4K tiles as the
+// VNNI kernels (no second copy of the weights): per 32-k subblock a tile's nibbles are
+// split into a B tile (8 rows x 64 bytes = 32k x 16n VNNI-paired) in a scratch buffer,
+// activations repacked per 16-row block, tdpbssd accumulating 16x16 i32 per subblock
+// so the q4k per-subblock scales apply exactly.
 pub(crate) fn amx_available() -> bool {
     use std::sync::OnceLock;
     static OK: OnceLock<bool> = OnceLock::new();
@@ -1142,50 +1135,6 @@ pub(crate) fn amx_available() -> bool {
         #[cfg(not(target_os = "linux"))]
         false
     })
-}
-
-pub(crate) fn pack_q4k_amx(storage: &dyn QuantizedType, n: usize, k: usize) -> Vec<TileQ4KAmx> {
-    let blocks = q4k_blocks(storage);
-    let kb = k / QK_K;
-    let n_tiles = n / TILE_N;
-    let mut out: Vec<TileQ4KAmx> = Vec::with_capacity(n_tiles * kb);
-    for t in 0..n_tiles {
-        for b in 0..kb {
-            let mut tile = TileQ4KAmx {
-                scales: [[0.0; TILE_N]; 8],
-                mins: [[0.0; TILE_N]; 8],
-                qs: [0; QK_K * TILE_N],
-            };
-            for r in 0..TILE_N {
-                let blk = &blocks[(t * TILE_N + r) * kb + b];
-                let d = blk.d.to_f32();
-                let dmin = blk.dmin.to_f32();
-                for sub in 0..8 {
-                    let (sc, mn) = get_scale_min_k4(sub, &blk.scales);
-                    tile.scales[sub][r] = d * sc as f32;
-                    tile.mins[sub][r] = dmin * mn as f32;
-                }
-                let mut vals = [0u8; QK_K];
-                for c in 0..4 {
-                    for j in 0..32 {
-                        let byte = blk.qs[c * 32 + j];
-                        vals[c * 64 + j] = byte & 0x0F;
-                        vals[c * 64 + 32 + j] = byte >> 4;
-                    }
-                }
-                for sub in 0..8 {
-                    for krow in 0..8 {
-                        for j in 0..4 {
-                            tile.qs[((sub * 8 + krow) * TILE_N + r) * 4 + j] =
-                                vals[sub * 32 + krow * 4 + j];
-                        }
-                    }
-                }
-            }
-            out.push(tile);
-        }
-    }
-    out
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -1245,6 +1194,25 @@ mod amx {
         });
     }
 
+    #[repr(C, align(64))]
+    struct BTiles([u8; 2 * 8 * 64]);
+
+    /// Subblock `sub` (32 k) of a TileQ4K's nibbles as an AMX B tile: its k8-group g holds
+    /// k4-group 2g in the low nibbles and 2g + 1 in the high ones, each 16 columns x 4 bytes,
+    /// which is one B row.
+    #[inline(always)]
+    unsafe fn unpack_sub(qs: *const u8, sub: usize, dst: *mut u8) {
+        let lo = _mm512_set1_epi8(0x0F);
+        for i in 0..4 {
+            let v = _mm512_loadu_si512(qs.add((sub * 4 + i) * 64) as *const _);
+            _mm512_store_si512(dst.add(2 * i * 64) as *mut _, _mm512_and_si512(v, lo));
+            _mm512_store_si512(
+                dst.add((2 * i + 1) * 64) as *mut _,
+                _mm512_and_si512(_mm512_srli_epi16(v, 4), lo),
+            );
+        }
+    }
+
     // One (m16-block, n-tile) product over the full k range.
     // a_pack: [kb][8 subs][16 rows * 32 bytes]; returns via dst rows of n floats.
     // 32m x 32n macro-tile: 4 C tiles per (2 A, 2 B) loads so tdp throughput is not
@@ -1252,7 +1220,7 @@ mod amx {
     #[target_feature(enable = "avx512f,avx512bw")]
     #[allow(clippy::too_many_arguments)]
     pub(super) unsafe fn q4k_m32(
-        tiles: &[TileQ4KAmx],
+        tiles: &[TileQ4K],
         nt0: usize,
         n_tiles: usize,
         kb: usize,
@@ -1265,6 +1233,7 @@ mod amx {
         ensure_configured();
         let two_n = nt0 + 1 < n_tiles;
         let mut c_scratch = [0i32; 4 * 16 * 16];
+        let mut b_scratch = BTiles([0; 2 * 8 * 64]);
         let mut facc = [0f32; 32 * 32];
         let a_half = kb * 8 * 16 * 32;
         unsafe {
@@ -1274,8 +1243,10 @@ mod amx {
                 for sub in 0..8 {
                     let a0 = a_pack.as_ptr().add((b * 8 + sub) * 16 * 32);
                     let a1 = a_pack.as_ptr().add(a_half + (b * 8 + sub) * 16 * 32);
-                    let b0 = t0.qs.as_ptr().add(sub * 8 * TILE_N * 4);
-                    let b1 = t1.qs.as_ptr().add(sub * 8 * TILE_N * 4);
+                    let b0 = b_scratch.0.as_mut_ptr();
+                    let b1 = b0.add(8 * 64);
+                    unpack_sub(t0.qs.as_ptr(), sub, b0);
+                    unpack_sub(t1.qs.as_ptr(), sub, b1);
                     core::arch::asm!(
                         "tilezero tmm0",
                         "tilezero tmm1",
@@ -1355,7 +1326,7 @@ mod amx {
 
 // AMX matmul: m >= 32, q4k only. acts are per-row BlockQ8K slices.
 pub(crate) fn matmul_amx_q4k(
-    tiles: &[TileQ4KAmx],
+    tiles: &[TileQ4K],
     lhs_q: &[BlockQ8K],
     m: usize,
     k: usize,
