@@ -98,3 +98,14 @@ pub fn reserve(shape: Vec<i64>, dtype: &pyo3::Bound<'_, pyo3::PyAny>) -> pyo3::P
     let dt = crate::dtype::extract_any_dtype(dtype)?.candle();
     Ok(ensure(&dims, dt, &Device::Cpu)?)
 }
+
+/// Hands the heap's free pages back to the system. Loading a model frees each weight's file blocks
+/// once its tiles are made, and those holes between tiles would otherwise stay resident (about 30 MB
+/// of a 0.5B Q4_K file's 350).
+pub fn release_free_pages() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only returns whole free pages of the allocator's own heaps.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}

@@ -209,6 +209,9 @@ impl Llama {
                 attn_norm: vec(r, &p("attn_norm"))?,
                 ffn_norm: vec(r, &p("ffn_norm"))?,
             });
+            // The layer's file blocks are freed now that its tiles exist: their pages go back at
+            // once, so the peak stays near what the model keeps.
+            crate::memory::release_free_pages();
         }
         // θᵢ = base^(-2i / rope_dim), in f32 as Candle's and llama.cpp's tables.
         let half = cfg.rope_dim / 2;
@@ -256,6 +259,7 @@ impl Llama {
         if let Some(base) = cfg.rope_base_local {
             rope.push(table(&thetas(base))?);
         }
+        crate::memory::release_free_pages();
         Ok(Llama { cfg, embed, layers, norm, output, rope, caches: Default::default(), dev: device.clone(), on_device, kv_half: true })
     }
 
@@ -641,6 +645,19 @@ impl Mlp {
     }
 
     pub(super) fn forward(&self, h: &Tensor, gelu: bool) -> Result<Tensor> {
+        // Long prompts (or several at once) in slices of rows: the [gate | up] products and the gated
+        // rows of 1024 tokens of a 4864-wide MLP were 60 MB at once; rows do not depend on their
+        // neighbours, so the result is the same.
+        const ROWS: usize = 256;
+        let rows = h.dim(0)?;
+        if rows > ROWS {
+            let parts = (0..rows).step_by(ROWS).map(|r| self.forward_rows(&h.narrow(0, r, ROWS.min(rows - r))?, gelu));
+            return Tensor::cat(&parts.collect::<Result<Vec<_>>>()?, 0);
+        }
+        self.forward_rows(h, gelu)
+    }
+
+    fn forward_rows(&self, h: &Tensor, gelu: bool) -> Result<Tensor> {
         let gu = self.gate_up.forward(h)?;
         let (rows, ff) = (gu.dim(0)?, gu.dim(1)? / 2);
         if let Some(gated) = gated_on_host(&gu, ff, gelu) {
