@@ -542,6 +542,8 @@ pub unsafe fn gemm_f32(m: usize, n: usize, k: usize, a: Operand<f32>, b: Operand
 
 /// Rows of W per tile of `w_kernel` (broadcast straight from W's rows).
 const WR: usize = 12;
+/// Bytes of x's panels that `w_tiles` runs all W tiles past before the next ones (within L2).
+const PASS_BYTES: usize = 768 << 10;
 /// Past this inner dim a tile's 12 rows of W and its panel no longer sit in L2 beside each other
 /// (measured: 8% slower than the packed tiles at k = 3072); the packed tiles slice k.
 const W_TILES_MAX_K: usize = 2048;
@@ -565,20 +567,25 @@ unsafe fn w_tiles(m: usize, n: usize, k: usize, a: Operand<f32>, b: Operand<f32>
     let ntiles = n.div_ceil(WR);
     let tasks = threads.min(ntiles);
     let panels = &panels;
+    // x's panels in passes that stay in L2 while every W tile of the task goes past them: all of
+    // x read again per W tile came from L3 (1024 rows of 768: 768 MB a call, at half the FMA rate
+    // on a mesh-L3 Xeon); W is read once per pass instead.
+    let group = (PASS_BYTES / (k * NV * 4)).max(1);
     let task = |t: usize| {
         let (t0, t1) = split(ntiles, tasks, t);
+        for g0 in (0..mtiles).step_by(group) {
         for ti in t0..t1 {
             let (j0, rows) = (ti * WR, WR.min(n - ti * WR));
-            for p in 0..mtiles {
+            for p in g0..(g0 + group).min(mtiles) {
                 let (i0, cols) = (p * NV, NV.min(m - p * NV));
                 // SAFETY: W rows j0..j0 + rows hold k elements at b.cs apart; panel p holds k × 32;
                 // output rows i0.. and columns j0.. are this task's own.
                 unsafe {
                     let (w, xt, o) = (b.offset(j0 * b.cs).ptr, panels[p * k * NV..].as_ptr() as *const f32, out.get().add(i0 * ldo + j0));
-                    // The first panel's pass also asks for the next tile's rows of W: a weight is
+                    // The pass's first panel also asks for the next tile's rows of W: a weight is
                     // read once per forward, from memory, in 12 short streams the hardware
                     // prefetcher is slow to follow (18 ms of a 135M model's 128-token prefill).
-                    let next = if p == 0 && ti + 1 < t1 { (b.offset((j0 + WR) * b.cs).ptr, WR.min(n - j0 - WR)) } else { (w, 0) };
+                    let next = if p == g0 && ti + 1 < t1 { (b.offset((j0 + WR) * b.cs).ptr, WR.min(n - j0 - WR)) } else { (w, 0) };
                     if cols <= 16 {
                         w_kernel::<1>(w, b.cs, xt, k, o, ldo, rows, cols, next)
                     } else {
@@ -586,6 +593,7 @@ unsafe fn w_tiles(m: usize, n: usize, k: usize, a: Operand<f32>, b: Operand<f32>
                     }
                 };
             }
+        }
         }
     };
     // One task runs on this thread (the pool does not wake for it).
