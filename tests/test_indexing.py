@@ -352,6 +352,26 @@ def test_sort_nan_and_ties():
         assert_same(to_cb(x).sort(descending=desc, stable=True).indices, x.sort(descending=desc, stable=True).indices)
 
 
+@pytest.mark.parametrize("n", [513, 1000, 1001, 4097, 32001])
+@pytest.mark.parametrize("kind", ["random", "ties", "masked", "nan"])
+def test_sort_long_rows_stable(n, kind):
+    """Rows past 512 take the radix sort (two halves' cursors side by side): odd lengths, repeated
+    keys, logits masked to -inf, NaN; values and positions as torch's stable sort."""
+    x = torch.randn(3, n, generator=torch.Generator().manual_seed(n))
+    drop = torch.rand(3, n, generator=torch.Generator().manual_seed(n + 1))
+    if kind == "ties":
+        x = (x * 2).round() / 2
+    elif kind == "masked":
+        x[drop > 0.01] = -float("inf")
+    elif kind == "nan":
+        x[drop > 0.7] = float("nan")
+    for desc in [False, True]:
+        v, i = to_cb(x).sort(descending=desc)
+        tv, ti = x.sort(descending=desc, stable=True)
+        assert_same(v, tv)
+        assert_same(i, ti)
+
+
 @pytest.mark.parametrize("k", [1, 5, 32000])
 @pytest.mark.parametrize("largest", [True, False])
 def test_topk(k, largest):

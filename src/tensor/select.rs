@@ -107,32 +107,69 @@ fn sorted_positions<T: OrdKey>(row: &[T], descending: bool) -> Vec<u32> {
     keys.into_iter().map(|(_, j)| j).collect()
 }
 
-/// Stable LSD radix sort of `v` by its high 32 bits, a byte per pass (the low bits, positions, are
-/// already in order, so equal keys keep their order).
+/// Stable LSD radix sort of `v` by its high 32 bits, 11 bits per pass (three passes, not four
+/// bytes; the low bits, positions, are already in order, so equal keys keep their order). The two
+/// halves of `v` are counted and scattered side by side, each with its own cursors: on keys that
+/// repeat (logits masked to -inf) one cursor's increments formed a chain through memory.
 fn radix_sort_high32(v: &mut Vec<u64>) {
+    const BITS: usize = 11;
+    const PASSES: usize = 32usize.div_ceil(BITS);
+    const MASK: usize = (1 << BITS) - 1;
     let n = v.len();
-    // One pass for all four histograms.
-    let mut count = [[0usize; 256]; 4];
-    for &x in v.iter() {
+    let half = n / 2;
+    let digit = |x: u64, p: usize| ((x >> (32 + BITS * p)) as usize) & MASK;
+    // Every pass's histogram in one read (two halves side by side, summed where used).
+    let mut count = vec![[[0usize; 1 << BITS]; 2]; PASSES];
+    for i in 0..half {
+        let (x, y) = (v[i], v[half + i]);
         for (p, c) in count.iter_mut().enumerate() {
-            c[((x >> (32 + 8 * p)) & 0xff) as usize] += 1;
+            c[0][digit(x, p)] += 1;
+            c[1][digit(y, p)] += 1;
+        }
+    }
+    if n % 2 == 1 {
+        for (p, c) in count.iter_mut().enumerate() {
+            c[1][digit(v[n - 1], p)] += 1;
         }
     }
     let mut tmp = vec![0u64; n];
-    for (p, c) in count.iter().enumerate() {
-        if c.contains(&n) {
-            continue; // every key has the same byte here
+    let (mut at0, mut at1) = (vec![0usize; 1 << BITS], vec![0usize; 1 << BITS]);
+    for (p, [c0, c1]) in count.iter().enumerate() {
+        if (0..1 << BITS).any(|b| c0[b] + c1[b] == n) {
+            continue; // every key has the same digit here
         }
-        let mut at = [0usize; 256];
-        for b in 1..256 {
-            at[b] = at[b - 1] + c[b - 1];
+        // The first half's digits now (the passes before moved keys between the halves), counted
+        // in two quarters side by side.
+        let (q, mut first) = (half / 2, [[0usize; 1 << BITS]; 2]);
+        for i in 0..q {
+            first[0][digit(v[i], p)] += 1;
+            first[1][digit(v[q + i], p)] += 1;
         }
-        let shift = 32 + 8 * p;
-        for &x in v.iter() {
-            let b = ((x >> shift) & 0xff) as usize;
-            // SAFETY: `at[b]` stays below the end of bucket b, itself at most n (the counts sum to n).
-            unsafe { *tmp.get_unchecked_mut(*at.get_unchecked(b)) = x };
-            at[b] += 1;
+        if half % 2 == 1 {
+            first[1][digit(v[half - 1], p)] += 1;
+        }
+        // Bucket b: the first half's keys from at0[b], then the second half's from at1[b].
+        let mut start = 0;
+        for b in 0..1 << BITS {
+            let lo = first[0][b] + first[1][b];
+            at0[b] = start;
+            at1[b] = start + lo;
+            start += c0[b] + c1[b];
+        }
+        for i in 0..half {
+            let (x, y) = (v[i], v[half + i]);
+            let (bx, by) = (digit(x, p), digit(y, p));
+            // SAFETY: a cursor stays inside its bucket's share, below n (the counts sum to n).
+            unsafe {
+                *tmp.get_unchecked_mut(at0[bx]) = x;
+                *tmp.get_unchecked_mut(at1[by]) = y;
+            }
+            at0[bx] += 1;
+            at1[by] += 1;
+        }
+        if n % 2 == 1 {
+            let y = v[n - 1];
+            tmp[at1[digit(y, p)]] = y;
         }
         std::mem::swap(v, &mut tmp);
     }
