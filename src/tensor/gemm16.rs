@@ -574,26 +574,26 @@ unsafe fn w_tiles(m: usize, n: usize, k: usize, a: Operand<f32>, b: Operand<f32>
     let task = |t: usize| {
         let (t0, t1) = split(ntiles, tasks, t);
         for g0 in (0..mtiles).step_by(group) {
-        for ti in t0..t1 {
-            let (j0, rows) = (ti * WR, WR.min(n - ti * WR));
-            for p in g0..(g0 + group).min(mtiles) {
-                let (i0, cols) = (p * NV, NV.min(m - p * NV));
-                // SAFETY: W rows j0..j0 + rows hold k elements at b.cs apart; panel p holds k × 32;
-                // output rows i0.. and columns j0.. are this task's own.
-                unsafe {
-                    let (w, xt, o) = (b.offset(j0 * b.cs).ptr, panels[p * k * NV..].as_ptr() as *const f32, out.get().add(i0 * ldo + j0));
-                    // The pass's first panel also asks for the next tile's rows of W: a weight is
-                    // read once per forward, from memory, in 12 short streams the hardware
-                    // prefetcher is slow to follow (18 ms of a 135M model's 128-token prefill).
-                    let next = if p == g0 && ti + 1 < t1 { (b.offset((j0 + WR) * b.cs).ptr, WR.min(n - j0 - WR)) } else { (w, 0) };
-                    if cols <= 16 {
-                        w_kernel::<1>(w, b.cs, xt, k, o, ldo, rows, cols, next)
-                    } else {
-                        w_kernel::<2>(w, b.cs, xt, k, o, ldo, rows, cols, next)
-                    }
-                };
+            for ti in t0..t1 {
+                let (j0, rows) = (ti * WR, WR.min(n - ti * WR));
+                for p in g0..(g0 + group).min(mtiles) {
+                    let (i0, cols) = (p * NV, NV.min(m - p * NV));
+                    // SAFETY: W rows j0..j0 + rows hold k elements at b.cs apart; panel p holds k × 32;
+                    // output rows i0.. and columns j0.. are this task's own.
+                    unsafe {
+                        let (w, xt, o) = (b.offset(j0 * b.cs).ptr, panels[p * k * NV..].as_ptr() as *const f32, out.get().add(i0 * ldo + j0));
+                        // The pass's first panel also asks for the next tile's rows of W: a weight is
+                        // read once per forward, from memory, in 12 short streams the hardware
+                        // prefetcher is slow to follow (18 ms of a 135M model's 128-token prefill).
+                        let next = if p == g0 && ti + 1 < t1 { (b.offset((j0 + WR) * b.cs).ptr, WR.min(n - j0 - WR)) } else { (w, 0) };
+                        if cols <= 16 {
+                            w_kernel::<1>(w, b.cs, xt, k, o, ldo, rows, cols, next)
+                        } else {
+                            w_kernel::<2>(w, b.cs, xt, k, o, ldo, rows, cols, next)
+                        }
+                    };
+                }
             }
-        }
         }
     };
     // One task runs on this thread (the pool does not wake for it).
