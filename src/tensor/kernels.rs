@@ -398,7 +398,7 @@ where
 
 // ---- vectorisable f32 math (plain arithmetic, no libm calls, so LLVM can vectorise the loops) ----
 
-/// exp(x) for f32: range reduction to 2^n·e^r and its degree-7 Taylor polynomial; ~1 ulp.
+/// exp(x) for f32: range reduction to 2^n·e^r and a degree-6 polynomial fitted on the reduced range (`EXP_POLY`); ~1 ulp.
 /// The polynomial and the reduction are fused multiply-adds (`mul_add`): inside the AVX2/AVX-512
 /// kernels they are one instruction each (Rust never fuses `a * b + c` by itself), half the
 /// instructions of the plain form.
@@ -407,7 +407,7 @@ pub fn exp_f32(x: f32) -> f32 {
     let x = x.clamp(-104.0, 89.0);
     let n = (x * std::f32::consts::LOG2_E).round_ties_even();
     let r = n.mul_add(-1.428_606_8e-6, n.mul_add(-0.693_145_75, x));
-    let p = horner(r, &[1.0, 1.0, 0.5, 0.166_666_67, 0.041_666_668, 0.008_333_334, 0.001_388_889, 0.000_198_412_7]);
+    let p = horner(r, EXP_POLY);
     // 2^n split in two steps so n down to -150 stays representable (subnormal results).
     // NaN goes to 0 here (the polynomial already carries it); the cast then needs no saturation
     // checks, which keeps the loop vectorised.
@@ -419,6 +419,10 @@ pub fn exp_f32(x: f32) -> f32 {
     let s2 = f32::from_bits(((n - h + 127) as u32) << 23);
     p * s1 * s2
 }
+
+/// e^r on |r| ≤ ln2/2: a degree-6 polynomial fitted for relative error (2e-8, against the Taylor
+/// terms' 1.2e-7; the seventh term cost one more multiply-add per element).
+const EXP_POLY: &[f32] = &[1.0, 1.0, 0.499_999_94, 0.166_664_32, 0.041_668, 0.008_374_155_5, 0.001_384_365_1];
 
 /// c[0] + x·(c[1] + x·(c[2] + …)) by fused multiply-adds (the slice is a constant, so the loop
 /// unrolls away).
@@ -446,13 +450,13 @@ pub fn tanh_f32(x: f32) -> f32 {
 
 /// e^x where only results that matter next to 1 are needed (sigmoid's 1 + e^-x): one scaling step
 /// (normal results only: below e^-87 it gives e^-87, past e^88.7 infinity) and a degree-6 polynomial
-/// (~1 ulp on the reduced range); about a fifth fewer instructions than `exp_f32`.
+/// (`EXP_POLY`); a few instructions fewer than `exp_f32`'s two-step scaling.
 #[inline(always)]
 pub fn exp_beside_one(x: f32) -> f32 {
     let x = x.clamp(-87.0, 89.0);
     let n = (x * std::f32::consts::LOG2_E).round_ties_even();
     let r = n.mul_add(-1.428_606_8e-6, n.mul_add(-0.693_145_75, x));
-    let p = horner(r, &[1.0, 1.0, 0.5, 0.166_666_67, 0.041_666_668, 0.008_333_334, 0.001_388_889]);
+    let p = horner(r, EXP_POLY);
     let n = if n.is_nan() { 0.0 } else { n };
     // SAFETY: n is finite and within [-126, 128] after the clamp above.
     let n: i32 = unsafe { n.to_int_unchecked() };
