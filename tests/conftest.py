@@ -81,24 +81,19 @@ def llama_cpp_reference():
     weights stay in plain buffers: llama.cpp's AMX matmul faults there on its first product
     (ggml-org/llama.cpp#20824: `ldtilecfg` on a tile config the compiler dropped, fix pending in
     #26954), and without extra buffers it runs the ggml dot products it runs everywhere else."""
-    llama_cpp = pytest.importorskip("llama_cpp")
-    if not getattr(llama_cpp, "_amx_off", False) and _cpu_has_amx():
-        default = llama_cpp.llama_cpp.llama_model_default_params
-
-        def params():
-            p = default()
-            p.use_extra_bufts = False
-            return p
-        llama_cpp.llama_cpp.llama_model_default_params = llama_cpp.llama_model_default_params = params
-        llama_cpp._amx_off = True
-    return llama_cpp
+    pytest.importorskip("llama_cpp")
+    return _bench_harness().llama_cpp()
 
 
-def _cpu_has_amx() -> bool:
-    try:
-        return " amx_int8" in open("/proc/cpuinfo").read()
-    except OSError:
-        return False
+def _bench_harness():
+    """benches/harness.py, loaded by path (benches/ on sys.path would shadow names such as `models`)."""
+    import importlib.util
+
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "benches", "harness.py")
+    spec = importlib.util.spec_from_file_location("candle_bind_bench_harness", path)
+    harness = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(harness)
+    return harness
 
 
 def to_cb(t: torch.Tensor) -> cb.Tensor:
