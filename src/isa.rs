@@ -92,6 +92,22 @@ pub fn has_avx512_vnni() -> bool {
     *HAS.get_or_init(|| level() == Level::Avx512 && extensions_allowed() && cpu_has("avx512vnni"))
 }
 
+/// Whether the CPU is Intel's: kernel choices measured to differ between Intel and AMD parts (cache
+/// sizes and mesh L3 against AMD's CCX) follow it.
+pub fn intel() -> bool {
+    static INTEL: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *INTEL.get_or_init(|| {
+        #[cfg(target_arch = "x86_64")]
+        {
+            let r = std::arch::x86_64::__cpuid(0);
+            let vendor: Vec<u8> = [r.ebx, r.edx, r.ecx].iter().flat_map(|w| w.to_le_bytes()).collect();
+            vendor == b"GenuineIntel"
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        false
+    })
+}
+
 fn extensions_allowed() -> bool {
     !requested().is_some_and(|r| matches!(r.trim().to_ascii_lowercase().as_str(), "avx512" | "avx512f" | "x86-v4"))
 }

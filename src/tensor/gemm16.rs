@@ -541,10 +541,10 @@ pub unsafe fn gemm_f32(m: usize, n: usize, k: usize, a: Operand<f32>, b: Operand
     let threads = if serial || m * n * k < SERIAL_MACS { 1 } else { crate::pool::threads() };
     // SAFETY: the caller's contract.
     unsafe {
-        // Many rows of x: the packed tiles, whose output rows leave as whole lines (`w_tiles`
-        // writes 12-column strips of 32 rows: 12% slower at 1024 rows of 768 on a Sapphire
-        // Rapids-class Xeon); below that, W read in place saves the packing.
-        let many_rows = m >= 512 || (k <= 512 && m >= 128);
+        // Many rows of x on Intel: the packed tiles, whose output rows leave as whole lines
+        // (`w_tiles` writes 12-column strips of 32 rows: 12% slower at 512-1024 rows of 768 on a
+        // Sapphire Rapids-class Xeon); below that, and on AMD, W read in place saves the packing.
+        let many_rows = crate::isa::intel() && (m >= 512 || (k <= 512 && m >= 128));
         if b.rs == 1 && a.cs == 1 && k <= W_TILES_MAX_K && !many_rows {
             w_tiles(m, n, k, a, b, SendPtr(out), ldo, threads)
         } else {
