@@ -75,6 +75,16 @@ def test_winograd_filters_follow_weight_changes():
     assert_same(c(to_cb(x)), t(x).detach(), atol=2e-5)
     t2, c2 = pair("Conv2d", 32, 32, 3, padding=1)
     check_layer(t2, c2, x, atol=2e-5)
+    # Weights past one hashing chunk (65536 elements: hashed in parallel, then folded): a write to
+    # the last element, then to the first, is seen.
+    t3, c3 = pair("Conv2d", 96, 96, 3, padding=1)
+    x3 = make((1, 96, 12, 12), seed=5)
+    check_layer(t3, c3, x3, atol=5e-5)
+    for at in [(95, 95, 2, 2), (0, 0, 0, 0)]:
+        with torch.no_grad():
+            c3.weight[at] = 3.0
+            t3.weight[at] = 3.0
+        assert_same(c3(to_cb(x3)), t3(x3).detach(), atol=5e-5)
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
