@@ -418,6 +418,44 @@ def test_multinomial():
         cb.multinomial(cb.tensor([-1.0, 1.0]), 1)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16"])
+def test_multinomial_long_rows(dtype):
+    """Rows past the parallel threshold (sampled over the pool, each draw found by block totals): the
+    same picks at every thread count, frequencies as the probabilities, distinct picks without
+    replacement, zero weights never picked, and the first bad row's error."""
+    g = torch.Generator().manual_seed(3)
+    probs = torch.softmax(torch.randn(6, 5000, generator=g) * 2, -1)
+    probs[:, 100:200] = 0  # whole blocks and parts of blocks of zeros
+    probs[2, 4999] = 0
+    cp = to_cb(probs).to(getattr(cb, dtype))
+    picks, before = [], cb.get_num_threads()
+    try:
+        for threads in (1, 2):
+            cb.set_num_threads(threads)
+            cb.manual_seed(11)
+            picks.append(cb.multinomial(cp, 40).tolist())
+    finally:
+        cb.set_num_threads(before)
+    assert picks[0] == picks[1]
+    for row in picks[0]:
+        assert len(set(row)) == 40 and not any(100 <= j < 200 for j in row)
+    # With replacement: a skewed two-block row, frequencies within sampling error.
+    w = torch.zeros(3000)
+    w[10], w[2900] = 1.0, 3.0
+    s = cb.multinomial(to_cb(w).expand(4, 3000), 5000, replacement=True)
+    assert set(s.flatten().tolist()) == {10, 2900}
+    assert abs((s == 2900).float().mean().item() - 0.75) < 0.02
+    bad = probs.clone()
+    bad[4, 7] = float("nan")
+    bad[1, 9] = -1.0
+    with pytest.raises(RuntimeError, match="inf"):
+        cb.multinomial(to_cb(bad), 1)
+    empty = probs.clone()
+    empty[3] = 0
+    with pytest.raises(RuntimeError, match="sum of probabilities"):
+        cb.multinomial(to_cb(empty), 1)
+
+
 @pytest.mark.parametrize("dtype", ["int64", "float32", "bool"])
 def test_unique(dtype):
     x = make((4, 6), dtype, seed=21)
