@@ -656,7 +656,7 @@ unsafe fn w_kernel<const V: usize>(
         // store (element by element, the 12-column strips of 32 rows cost 14% of a 1024-row product).
         let mask = ((1u32 << rows) - 1) as __mmask16;
         for v in 0..V {
-            let r = transpose16(std::array::from_fn(|i| if i < WR { _mm512_castps_si512(acc[i][v]) } else { _mm512_setzero_si512() }));
+            let r = transpose16(std::array::from_fn(|i| acc.get(i).map_or(_mm512_setzero_si512(), |a| _mm512_castps_si512(a[v]))));
             for (t, x) in r.iter().enumerate() {
                 let c = 16 * v + TRANSPOSE_ORDER[t];
                 if c < cols {

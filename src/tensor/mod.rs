@@ -16,6 +16,7 @@ pub mod extreme;
 pub mod reduce;
 pub mod scan;
 pub mod scatter;
+pub mod sample;
 pub mod select;
 pub mod special;
 pub mod shape;
