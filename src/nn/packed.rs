@@ -41,12 +41,8 @@ const HASH_CHUNK: usize = 1 << 16;
 /// of both is a bijection of the state, so a change to any one element always changes it.
 fn fingerprint(w: &[f32]) -> u64 {
     let mut parts = vec![0u64; w.len().div_ceil(HASH_CHUNK)];
-    let part = |i: usize, p: &mut [u64]| p[0] = hash_chunk(&w[i * HASH_CHUNK..((i + 1) * HASH_CHUNK).min(w.len())]);
-    if parts.len() == 1 {
-        part(0, &mut parts)
-    } else {
-        crate::pool::chunks_mut(&mut parts, 1, part)
-    }
+    // (One chunk runs inline: the pool does not wake for a single task.)
+    crate::pool::chunks_mut(&mut parts, 1, |i, p| p[0] = hash_chunk(&w[i * HASH_CHUNK..((i + 1) * HASH_CHUNK).min(w.len())]));
     parts.iter().fold(w.len() as u64, |h, &c| (h.rotate_left(17) ^ c).wrapping_mul(0x9e37_79b9_7f4a_7c15))
 }
 

@@ -365,10 +365,10 @@ unsafe fn tiles<T: Lane>(m: usize, n: usize, k: usize, a: Operand<T>, b: Operand
     let ntiles = n.div_ceil(NV);
     // The loop nest of a blocked gemm: a slice of k (B's tile slice stays in L1), a block of rows (A's
     // slice stays in L2), the tiles. Long inner dims keep f32 partial sums between slices.
-    let f32 = T::PER == 1 && k2 <= F32_WHOLE_K;
-    let kc = if k2 <= 2 * KC || f32 { k2 } else { KC };
+    let whole_f32 = T::PER == 1 && k2 <= F32_WHOLE_K;
+    let kc = if k2 <= 2 * KC || whole_f32 { k2 } else { KC };
     let kslices = k2.div_ceil(kc);
-    let block = (if f32 { F32_A_BLOCK_BYTES } else { A_BLOCK_BYTES } / (kc * MR * 4)).clamp(1, mtiles);
+    let block = (if whole_f32 { F32_A_BLOCK_BYTES } else { A_BLOCK_BYTES } / (kc * MR * 4)).clamp(1, mtiles);
     // Split the columns when there are enough of them, else the rows.
     let by_cols = ntiles >= 2 * threads || ntiles >= mtiles;
     let tasks = if by_cols { threads.min(ntiles) } else { threads.min(mtiles) };
