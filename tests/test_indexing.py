@@ -416,6 +416,18 @@ def test_multinomial():
         cb.multinomial(cb.tensor([0.0, 1.0, 1.0]), 3)
     with pytest.raises(RuntimeError, match="inf"):
         cb.multinomial(cb.tensor([-1.0, 1.0]), 1)
+    # Edge shapes as torch takes them: no rows, one-element rows; no samples and empty rows raise.
+    for shape, k, repl in [((0, 5), 2, False), ((1, 1), 1, False), ((1, 1), 3, True)]:
+        got = cb.multinomial(cb.ones(*shape), k, replacement=repl)
+        assert tuple(got.shape) == tuple(torch.multinomial(torch.ones(*shape), k, replacement=repl).shape)
+        assert got.dtype == cb.int64
+    for shape, k, repl in [((5,), 0, False), ((2, 3), 0, True), ((3, 0), 1, True)]:
+        with pytest.raises(RuntimeError):
+            torch.multinomial(torch.ones(*shape), k, replacement=repl)
+        with pytest.raises(RuntimeError):
+            cb.multinomial(cb.ones(*shape), k, replacement=repl)
+    with pytest.raises(RuntimeError):
+        cb.multinomial(cb.tensor(0.5), 1)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16"])

@@ -22,13 +22,19 @@ impl PyTensor {
             return Err(runtime_err(format!("multinomial only supports floating-point dtypes for input, got: {}", self.dtype.title())));
         }
         let n = self.dims()[self.rank() - 1];
+        if num_samples == 0 {
+            return Err(runtime_err("cannot sample n_sample <= 0 samples"));
+        }
+        if n == 0 {
+            return Err(runtime_err("cannot sample from an empty distribution (prob_dist.size(-1) is 0)"));
+        }
         if !replacement && num_samples > n {
             return Err(runtime_err("cannot sample n_sample > prob_dist.size(-1) samples without replacement"));
         }
         let dims: Vec<usize> = if self.rank() == 1 { vec![num_samples] } else { vec![self.dims()[0], num_samples] };
         // The sample count is the user's: check the output's size before reserving it.
         crate::memory::ensure_bytes(crate::memory::bytes_of(&dims, 8)?)?;
-        let rows = self.numel().checked_div(n).unwrap_or(0);
+        let rows = self.numel() / n;
         // The draws in row order, as one thread would take them: the rows then sample in parallel
         // with the same results at every thread count.
         let draws: Vec<f64> = super::creation::with_rng(|r| (0..rows * num_samples).map(|_| r.random::<f64>()).collect());
