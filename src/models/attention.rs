@@ -14,6 +14,8 @@
 // The SIMD kernels index several arrays (accumulators, pointers, lanes) by one row or lane index.
 #![allow(clippy::needless_range_loop)]
 
+use std::cell::UnsafeCell;
+
 use half::f16;
 use half::slice::HalfFloatSliceExt;
 
@@ -126,10 +128,33 @@ impl Elem for f32 {
     }
 }
 
-/// One page: keys [kv head][head_dim][PAGE] (transposed), values [kv head][PAGE][head_dim].
+/// One page: keys [kv head][head_dim][PAGE] (transposed), values [kv head][PAGE][head_dim]. In
+/// cells: during a step each (sequence, kv head) task stores its head's new positions while other
+/// tasks read other heads of the same page.
 pub(super) struct Page<E> {
-    k: Box<[E]>,
-    v: Box<[E]>,
+    k: Box<[UnsafeCell<E>]>,
+    v: Box<[UnsafeCell<E>]>,
+}
+
+// SAFETY: a cell is written only through `store_rows`, whose callers give each (sequence, kv head)
+// to one task, and no task reads another's head while the step writes it.
+unsafe impl<E: Send + Sync> Sync for Page<E> {}
+
+impl<E: Elem> Page<E> {
+    fn zeroed(len: usize) -> Self {
+        let zeros = || (0..len).map(|_| UnsafeCell::new(E::ZERO)).collect();
+        Page { k: zeros(), v: zeros() }
+    }
+
+    /// Kv head g's keys, [d][PAGE].
+    fn keys(&self, g: usize, d: usize) -> *mut E {
+        UnsafeCell::raw_get(self.k.as_ptr().wrapping_add(g * d * PAGE))
+    }
+
+    /// Kv head g's values, [PAGE][d].
+    fn values(&self, g: usize, d: usize) -> *mut E {
+        UnsafeCell::raw_get(self.v.as_ptr().wrapping_add(g * PAGE * d))
+    }
 }
 
 /// One layer's keys and values of one sequence, after RoPE, in its element type.
@@ -157,48 +182,38 @@ impl HostKv {
         }
     }
 
-    /// Stores rows `k`, `v` ((n, kv heads · d) each) at positions `at..at + n`, keeping `0..at`
-    /// and dropping anything held past `at + n`.
-    pub(super) fn write(&mut self, at: usize, k: &[f32], v: &[f32], n_kv: usize, d: usize) {
-        match self {
-            HostKv::Half(p) => write(p, at, k, v, n_kv, d),
-            HostKv::Single(p) => write(p, at, k, v, n_kv, d),
-        }
-    }
-}
-
-fn write<E: Elem>(pages: &mut Vec<Page<E>>, at: usize, k: &[f32], v: &[f32], n_kv: usize, d: usize) {
-    let width = n_kv * d;
-    let total = at + k.len() / width;
-    let n = total.div_ceil(PAGE);
-    pages.truncate(n);
-    while pages.len() < n {
-        let zeros = || vec![E::ZERO; width * PAGE].into_boxed_slice();
-        pages.push(Page { k: zeros(), v: zeros() });
-    }
-    let mut row = vec![E::ZERO; d];
-    for (i, (kr, vr)) in k.chunks_exact(width).zip(v.chunks_exact(width)).enumerate() {
-        let (page, o) = (&mut pages[(at + i) / PAGE], (at + i) % PAGE);
-        for g in 0..n_kv {
-            E::store(&kr[g * d..][..d], &mut row);
-            for (j, x) in row.iter().enumerate() {
-                page.k[(g * d + j) * PAGE + o] = *x;
+    /// Pages for positions `0..total` (`width` = kv heads · d values each): the pages past them
+    /// are dropped (a rewound sequence), missing ones added zeroed; a step's keys and values are
+    /// then stored by its attention tasks.
+    pub(super) fn reserve(&mut self, total: usize, width: usize) {
+        fn pages<E: Elem>(pages: &mut Vec<Page<E>>, total: usize, width: usize) {
+            let n = total.div_ceil(PAGE);
+            pages.truncate(n);
+            while pages.len() < n {
+                pages.push(Page::zeroed(width * PAGE));
             }
-            E::store(&vr[g * d..][..d], &mut page.v[(g * PAGE + o) * d..][..d]);
+        }
+        match self {
+            HostKv::Half(p) => pages(p, total, width),
+            HostKv::Single(p) => pages(p, total, width),
         }
     }
 }
 
-/// Key/value head `g`'s keys of the first `n` pages as f32 [d][n · PAGE] and values
-/// [n · PAGE][d] (gemm's inputs).
+/// Kv head g's keys of the first `n` pages as f32 [d][n · PAGE] and values [n · PAGE][d] (gemm's
+/// inputs).
 fn to_f32<E: Elem>(pages: &[Page<E>], g: usize, d: usize, n: usize) -> (Vec<f32>, Vec<f32>) {
     let w = n * PAGE;
     let (mut kt, mut v) = (uninit_vec::<f32>(d * w), uninit_vec::<f32>(w * d));
     for (p, page) in pages[..n].iter().enumerate() {
+        // SAFETY: the head's cells are not written while it is read (this step's stores ran first).
+        let (keys, values) = unsafe {
+            (std::slice::from_raw_parts(page.keys(g, d), d * PAGE), std::slice::from_raw_parts(page.values(g, d), PAGE * d))
+        };
         for j in 0..d {
-            E::load(&page.k[(g * d + j) * PAGE..][..PAGE], &mut kt[j * w + p * PAGE..][..PAGE]);
+            E::load(&keys[j * PAGE..][..PAGE], &mut kt[j * w + p * PAGE..][..PAGE]);
         }
-        E::load(&page.v[g * PAGE * d..][..PAGE * d], &mut v[p * PAGE * d..][..PAGE * d]);
+        E::load(values, &mut v[p * PAGE * d..][..PAGE * d]);
     }
     (kt, v)
 }
@@ -215,8 +230,13 @@ pub(super) struct Shape {
     pub window: Option<usize>,
 }
 
-/// One sequence's part of a step: its `s` query rows start at row `row` of the step's queries and
-/// sit at positions `start..start + s`, whose keys and values `kv` already holds.
+/// Prepares one head's vector (d values) for the position it sits at before it is stored or
+/// attends: the q/k norm (qwen3) and the rotary embedding; the flag says whether it is a key.
+pub(super) type Prep<'a> = &'a (dyn Fn(&mut [f32], usize, bool) + Sync);
+
+/// One sequence's part of a step: its `s` rows start at row `row` of the step's projections and
+/// sit at positions `start..start + s`; `kv` holds the positions before them and has pages
+/// reserved for them (`HostKv::reserve`).
 pub(super) struct Part<'a> {
     pub kv: &'a HostKv,
     pub row: usize,
@@ -231,15 +251,93 @@ struct OutPtr(*mut f32);
 unsafe impl Send for OutPtr {}
 unsafe impl Sync for OutPtr {}
 
-/// Causal attention of `q` ((rows, heads · d), rotated) over each part's cache: `out` (rows, heads · d).
-pub(super) fn attend(sh: &Shape, q: &[f32], parts: &[Part], out: &mut [f32]) {
+/// Stores part p's kv head g from `qkv` (the step's rows of queries, keys and values as projected):
+/// its keys prepared, and its values, at their positions.
+///
+/// # Safety
+/// No other thread touches head g of p's cache meanwhile.
+unsafe fn store_rows(sh: &Shape, qkv: &[f32], p: &Part, g: usize, prep: Prep) {
+    unsafe fn store<E: Elem>(sh: &Shape, qkv: &[f32], p: &Part, pages: &[Page<E>], g: usize, prep: Prep) {
+        let d = sh.d;
+        let (nq, nk) = (sh.n_head * d, sh.n_kv * d);
+        let (mut key, mut row) = (vec![0f32; d], vec![E::ZERO; d]);
+        for i in 0..p.s {
+            let (pos, at) = (p.start + i, (p.row + i) * (nq + 2 * nk));
+            let Some(page) = pages.get(pos / PAGE) else { return };
+            let o = pos % PAGE;
+            key.copy_from_slice(&qkv[at + nq + g * d..][..d]);
+            prep(&mut key, pos, true);
+            E::store(&key, &mut row);
+            let keys = page.keys(g, d);
+            for (j, x) in row.iter().enumerate() {
+                *keys.add(j * PAGE + o) = *x;
+            }
+            E::store(&qkv[at + nq + nk + g * d..][..d], std::slice::from_raw_parts_mut(page.values(g, d).add(o * d), d));
+        }
+    }
+    match p.kv {
+        HostKv::Half(pages) => store(sh, qkv, p, pages, g, prep),
+        HostKv::Single(pages) => store(sh, qkv, p, pages, g, prep),
+    }
+}
+
+/// Part p's query heads of kv head g from `qkv`, prepared, into `q` ((rows, heads · d), gemm's input).
+///
+/// # Safety
+/// `q` holds the step's rows, and no other thread writes these heads of p's rows.
+unsafe fn prepare_queries(sh: &Shape, qkv: &[f32], p: &Part, g: usize, prep: Prep, q: *mut f32) {
+    let (n_head, d) = (sh.n_head, sh.d);
+    let group = n_head / sh.n_kv;
+    for i in 0..p.s {
+        for h in g * group..(g + 1) * group {
+            let dst = std::slice::from_raw_parts_mut(q.add((p.row + i) * n_head * d + h * d), d);
+            dst.copy_from_slice(&qkv[(p.row + i) * (n_head + 2 * sh.n_kv) * d + h * d..][..d]);
+            prep(dst, p.start + i, false);
+        }
+    }
+}
+
+/// Causal attention of each part's rows of `qkv` ((rows, (heads + 2 · kv heads) · d): queries, keys
+/// and values as projected): each part's keys (prepared) and values are stored at their positions,
+/// then its queries (prepared) attend over its cache. `out`: (rows, heads · d).
+pub(super) fn attend(sh: &Shape, qkv: &[f32], parts: &[Part], prep: Prep, out: &mut [f32]) {
     let (n_head, n_kv, d) = (sh.n_head, sh.n_kv, sh.d);
     let group = n_head / n_kv;
     let kernels = direct_kernels();
-    let direct = kernels != Kernels::None && d % 16 == 0;
+    let direct = |p: &Part| kernels != Kernels::None && d % 16 == 0 && p.s <= DIRECT_ROWS;
+    let flops: usize = parts.iter().map(|p| p.s * (p.start + p.s)).sum::<usize>() * d * n_head;
+    // On the quantized matmuls' own pool, whose workers are spinning between those matmuls anyway
+    // (another pool's would compete with them for the cores); a few hundred kFLOP (one sequence's
+    // decoded token) costs less inline than a dispatch.
+    let run = |n: usize, work: &(dyn Fn(usize) + Sync)| {
+        if flops < 1 << 19 {
+            (0..n).for_each(work);
+        } else {
+            candle_core::utils::barrier_pool().execute_chunked(n, |items| items.for_each(work));
+        }
+    };
+    // The parts on gemm (prompts) store their keys and values and prepare their queries first,
+    // a (part, kv head) per task; the direct kernel's tasks do both themselves, so that the page
+    // lines a key's store brings in are the ones its attention reads next.
+    let on_gemm: Vec<usize> = (0..parts.len()).filter(|&i| !direct(&parts[i])).collect();
+    let mut q = Vec::new();
+    if !on_gemm.is_empty() {
+        q = uninit_vec::<f32>(parts.iter().map(|p| p.s).sum::<usize>() * n_head * d);
+        let (qp, on_gemm) = (OutPtr(q.as_mut_ptr()), &on_gemm);
+        run(on_gemm.len() * n_kv, &move |item| {
+            let qp = qp;
+            let (p, g) = (&parts[on_gemm[item / n_kv]], item % n_kv);
+            // SAFETY: one task per (part, kv head); `q` holds every part's rows.
+            unsafe {
+                store_rows(sh, qkv, p, g, prep);
+                prepare_queries(sh, qkv, p, g, prep, qp.0);
+            }
+        });
+    }
+    let q = &q;
     // Work items: (part, kv head) for the direct kernel (its query heads share each key read),
     // (part, query head) for gemm (more items for the cores; the conversion is cheap beside it).
-    let per = |p: &Part| if direct && p.s <= DIRECT_ROWS { n_kv } else { n_head };
+    let per = |p: &Part| if direct(p) { n_kv } else { n_head };
     let items: Vec<(usize, usize)> = parts.iter().enumerate().flat_map(|(i, p)| (0..per(p)).map(move |h| (i, h))).collect();
     let items = &items;
     // The bytes of the first keys page that item `at` reads on the direct kernel (none otherwise),
@@ -249,9 +347,9 @@ pub(super) fn attend(sh: &Shape, q: &[f32], parts: &[Part], out: &mut [f32]) {
         let p = &parts[i];
         let first = seen(sh, p.start, 0).0 / PAGE;
         match p.kv {
-            _ if !(direct && p.s <= DIRECT_ROWS) => Ahead::NONE,
-            HostKv::Half(pages) => pages.get(first).map_or(Ahead::NONE, |pg| Ahead::of(&pg.k[h * d * PAGE..][..d * PAGE])),
-            HostKv::Single(pages) => pages.get(first).map_or(Ahead::NONE, |pg| Ahead::of(&pg.k[h * d * PAGE..][..d * PAGE])),
+            _ if !direct(p) => Ahead::NONE,
+            HostKv::Half(pages) => pages.get(first).map_or(Ahead::NONE, |pg| Ahead::at(pg.keys(h, d), d * PAGE)),
+            HostKv::Single(pages) => pages.get(first).map_or(Ahead::NONE, |pg| Ahead::at(pg.keys(h, d), d * PAGE)),
         }
     };
     let op = OutPtr(out.as_mut_ptr());
@@ -259,14 +357,15 @@ pub(super) fn attend(sh: &Shape, q: &[f32], parts: &[Part], out: &mut [f32]) {
         let op = op;
         let (i, h) = items[item];
         let p = &parts[i];
-        if direct && p.s <= DIRECT_ROWS {
+        if direct(p) {
             let then = keys_of(item + 1);
-            // SAFETY: the CPU was checked (`direct_kernels`); the item writes only the columns of
-            // kv head h's query heads in its part's rows.
+            // SAFETY: the CPU was checked (`direct_kernels`); the item is the only one on kv head h
+            // of its part, and writes only the columns of h's query heads in its part's rows.
             unsafe {
+                store_rows(sh, qkv, p, h, prep);
                 match p.kv {
-                    HostKv::Half(pages) => direct_group(kernels, sh, q, p, pages, h, group, then, op.0),
-                    HostKv::Single(pages) => direct_group(kernels, sh, q, p, pages, h, group, then, op.0),
+                    HostKv::Half(pages) => direct_group(kernels, sh, qkv, prep, p, pages, h, group, then, op.0),
+                    HostKv::Single(pages) => direct_group(kernels, sh, qkv, prep, p, pages, h, group, then, op.0),
                 }
             }
         } else {
@@ -279,16 +378,7 @@ pub(super) fn attend(sh: &Shape, q: &[f32], parts: &[Part], out: &mut [f32]) {
             }
         }
     };
-    let flops: usize = parts.iter().map(|p| p.s * (p.start + p.s)).sum::<usize>() * d * n_head;
-    // On the quantized matmuls' own pool, whose workers are spinning between those matmuls anyway
-    // (another pool's would compete with them for the cores); a few hundred kFLOP (one sequence's
-    // decoded token) costs less inline than a dispatch.
-    let n = parts.iter().map(per).sum::<usize>();
-    if flops < 1 << 19 {
-        (0..n).for_each(work);
-    } else {
-        candle_core::utils::barrier_pool().execute_chunked(n, |items| items.for_each(&work));
-    }
+    run(items.len(), &work);
 }
 
 /// Which direct kernels this CPU runs (under `CANDLE_BIND_ISA`): AVX-512's take 4 query vectors
@@ -361,15 +451,15 @@ unsafe fn gemm_head<E: Elem>(sh: &Shape, q: &[f32], p: &Part, pages_: &[Page<E>]
 /// # Safety
 /// As `direct_group_x86`.
 #[allow(clippy::too_many_arguments)]
-unsafe fn direct_group<E: Elem>(k: Kernels, sh: &Shape, q: &[f32], p: &Part, pages: &[Page<E>], g: usize, group: usize, then: Ahead, out: *mut f32) {
+unsafe fn direct_group<E: Elem>(k: Kernels, sh: &Shape, qkv: &[f32], prep: Prep, p: &Part, pages: &[Page<E>], g: usize, group: usize, then: Ahead, out: *mut f32) {
     #[cfg(target_arch = "x86_64")]
     match k {
-        Kernels::Avx512 => direct_group_512(sh, q, p, pages, g, group, then, out),
-        Kernels::Avx2 => direct_group_256(sh, q, p, pages, g, group, then, out),
+        Kernels::Avx512 => direct_group_512(sh, qkv, prep, p, pages, g, group, then, out),
+        Kernels::Avx2 => direct_group_256(sh, qkv, prep, p, pages, g, group, then, out),
         Kernels::None => {}
     }
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = (k, sh, q, p, pages, g, group, then, out);
+    let _ = (k, sh, qkv, prep, p, pages, g, group, then, out);
 }
 
 /// `direct_group_x86` in 512-bit vectors.
@@ -379,8 +469,8 @@ unsafe fn direct_group<E: Elem>(k: Kernels, sh: &Shape, q: &[f32], p: &Part, pag
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 #[allow(clippy::too_many_arguments)]
-unsafe fn direct_group_512<E: Elem>(sh: &Shape, q: &[f32], p: &Part, kv: &[Page<E>], g: usize, group: usize, then: Ahead, out: *mut f32) {
-    direct_group_x86::<std::arch::x86_64::__m512, E>(sh, q, p, kv, g, group, then, out)
+unsafe fn direct_group_512<E: Elem>(sh: &Shape, qkv: &[f32], prep: Prep, p: &Part, kv: &[Page<E>], g: usize, group: usize, then: Ahead, out: *mut f32) {
+    direct_group_x86::<std::arch::x86_64::__m512, E>(sh, qkv, prep, p, kv, g, group, then, out)
 }
 
 /// `direct_group_x86` in 256-bit vectors.
@@ -390,8 +480,8 @@ unsafe fn direct_group_512<E: Elem>(sh: &Shape, q: &[f32], p: &Part, kv: &[Page<
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma,f16c")]
 #[allow(clippy::too_many_arguments)]
-unsafe fn direct_group_256<E: Elem>(sh: &Shape, q: &[f32], p: &Part, kv: &[Page<E>], g: usize, group: usize, then: Ahead, out: *mut f32) {
-    direct_group_x86::<std::arch::x86_64::__m256, E>(sh, q, p, kv, g, group, then, out)
+unsafe fn direct_group_256<E: Elem>(sh: &Shape, qkv: &[f32], prep: Prep, p: &Part, kv: &[Page<E>], g: usize, group: usize, then: Ahead, out: *mut f32) {
+    direct_group_x86::<std::arch::x86_64::__m256, E>(sh, qkv, prep, p, kv, g, group, then, out)
 }
 
 /// A vector of f32 lanes the page kernels run in (their accumulators stay in registers: 4 vectors
@@ -494,11 +584,12 @@ impl Vector for std::arch::x86_64::__m256 {
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn direct_group_x86<V: Vector, E: Elem>(sh: &Shape, q: &[f32], p: &Part, kv: &[Page<E>], g: usize, group: usize, then: Ahead, out: *mut f32) {
+unsafe fn direct_group_x86<V: Vector, E: Elem>(sh: &Shape, qkv: &[f32], prep: Prep, p: &Part, kv: &[Page<E>], g: usize, group: usize, then: Ahead, out: *mut f32) {
     let (n_head, d, s) = (sh.n_head, sh.d, p.s);
+    let stride = (n_head + 2 * sh.n_kv) * d;
     let total = p.start + s;
     let pages = total.div_ceil(PAGE);
-    // Query vectors (row i, head g·group + j), scaled, and where each one's output goes.
+    // Query vectors (row i, head g·group + j), prepared and scaled, and where each one's output goes.
     let nq = s * group;
     let mut qs = uninit_vec::<f32>(nq * d);
     let mut dst = Vec::with_capacity(nq);
@@ -506,9 +597,11 @@ unsafe fn direct_group_x86<V: Vector, E: Elem>(sh: &Shape, q: &[f32], p: &Part, 
     for i in 0..s {
         for j in 0..group {
             let h = g * group + j;
-            let at = (p.row + i) * n_head * d + h * d;
-            qs[dst.len() * d..][..d].iter_mut().zip(&q[at..at + d]).for_each(|(o, x)| *o = x * sh.scale);
-            dst.push(out.add(at));
+            let vector = &mut qs[dst.len() * d..][..d];
+            vector.copy_from_slice(&qkv[(p.row + i) * stride + h * d..][..d]);
+            prep(vector, p.start + i, false);
+            vector.iter_mut().for_each(|x| *x *= sh.scale);
+            dst.push(out.add((p.row + i) * n_head * d + h * d));
             seen_by.push(seen(sh, p.start, i));
         }
     }
@@ -523,9 +616,9 @@ unsafe fn direct_group_x86<V: Vector, E: Elem>(sh: &Shape, q: &[f32], p: &Part, 
     for c in (0..nq).step_by(chunk) {
         let qn = (nq - c).min(chunk);
         for pi in first..pages {
-            let kt = kv[pi].k[g * d * PAGE..].as_ptr();
+            let kt = kv[pi].keys(g, d);
             // The last page asks for the first values page (read next, as long as a keys page).
-            let ahead = if pi + 1 < pages { kv[pi + 1].k[g * d * PAGE..].as_ptr() } else { kv[first].v[g * PAGE * d..].as_ptr() };
+            let ahead = if pi + 1 < pages { kv[pi + 1].keys(g, d) } else { kv[first].values(g, d) };
             let o = (pi - first) * PAGE;
             let n = (total - pi * PAGE).min(PAGE);
             let qp = |j: usize| qs.as_ptr().add((c + j) * d);
@@ -551,9 +644,9 @@ unsafe fn direct_group_x86<V: Vector, E: Elem>(sh: &Shape, q: &[f32], p: &Part, 
         let qn = (nq - c).min(chunk);
         for pi in first..pages {
             let n = (end - pi * PAGE).min(PAGE);
-            let v = kv[pi].v[g * PAGE * d..].as_ptr();
+            let v = kv[pi].values(g, d);
             let ahead = match kv.get(pi + 1).filter(|_| pi + 1 < pages) {
-                Some(next) => Ahead::of(&next.v[g * PAGE * d..][..(end - (pi + 1) * PAGE).min(PAGE) * d]),
+                Some(next) => Ahead::at(next.values(g, d), (end - (pi + 1) * PAGE).min(PAGE) * d),
                 None if c + chunk >= nq => then,
                 None => Ahead::NONE,
             };
@@ -580,8 +673,8 @@ struct Ahead {
 
 impl Ahead {
     const NONE: Ahead = Ahead { at: std::ptr::null(), bytes: 0 };
-    fn of<E>(xs: &[E]) -> Ahead {
-        Ahead { at: xs.as_ptr() as *const u8, bytes: std::mem::size_of_val(xs) }
+    fn at<E>(p: *const E, n: usize) -> Ahead {
+        Ahead { at: p as *const u8, bytes: n * std::mem::size_of::<E>() }
     }
 }
 
@@ -617,6 +710,7 @@ unsafe fn scores_page<V: Vector, E: Elem, const Q: usize>(qs: [*const f32; Q], k
         }
     }
 }
+
 
 /// One pass of `scores_page` over C vectors of positions (`kt` and `out` at its first), asking for
 /// the page at `ahead` (unless null) a row per key row.

@@ -432,21 +432,17 @@ impl Llama {
         if self.cfg.residual_scale == 1.0 { Ok(t) } else { t * self.cfg.residual_scale as f64 }
     }
 
-    /// Rotates pairs (2i, 2i+1) of each head's first rope_dim values by position · θᵢ (NEOX: pairs
+    /// Rotates pairs (2i, 2i+1) of a head's first rope_dim values by position · θᵢ (NEOX: pairs
     /// (i, i + rope_dim/2)).
-    fn rope(&self, table: &RopeTable, x: &mut [f32], heads: usize, start: usize) {
-        let (d, half) = (self.cfg.head_dim, self.cfg.rope_dim / 2);
+    fn rope(&self, table: &RopeTable, head: &mut [f32], pos: usize) {
+        let half = self.cfg.rope_dim / 2;
         let (step, other) = if self.cfg.neox { (1, half) } else { (2, 1) };
-        for (row, xs) in x.chunks_exact_mut(heads * d).enumerate() {
-            let (c, s) = (&table.cos[(start + row) * half..][..half], &table.sin[(start + row) * half..][..half]);
-            for head in xs.chunks_exact_mut(d) {
-                for i in 0..half {
-                    let (ia, ib) = (step * i, step * i + other);
-                    let (a, b) = (head[ia], head[ib]);
-                    head[ia] = a * c[i] - b * s[i];
-                    head[ib] = a * s[i] + b * c[i];
-                }
-            }
+        let (c, s) = (&table.cos[pos * half..][..half], &table.sin[pos * half..][..half]);
+        for i in 0..half {
+            let (ia, ib) = (step * i, step * i + other);
+            let (a, b) = (head[ia], head[ib]);
+            head[ia] = a * c[i] - b * s[i];
+            head[ib] = a * s[i] + b * c[i];
         }
     }
 
@@ -456,35 +452,10 @@ impl Llama {
     fn attend(&mut self, layer: usize, qkv: &Tensor, seqs: &[Seq]) -> Result<Tensor> {
         let Config { n_head, n_kv_head: n_kv, head_dim: d, .. } = self.cfg;
         let rows = qkv.dim(0)?;
-        let all = qkv.flatten_all()?.to_vec1::<f32>()?;
-        let (nq, nk) = (n_head * d, n_kv * d);
-        let (mut qv, mut kv, mut vv) = (Vec::with_capacity(rows * nq), Vec::with_capacity(rows * nk), Vec::with_capacity(rows * nk));
-        for row in all.chunks_exact(nq + 2 * nk) {
-            qv.extend_from_slice(&row[..nq]);
-            kv.extend_from_slice(&row[nq..nq + nk]);
-            vv.extend_from_slice(&row[nq + nk..]);
-        }
-        if let Some((qn, kn)) = &self.layers[layer].qk_norm {
-            let eps = self.cfg.eps;
-            head_rms_norm(&mut qv, &qn.to_vec1::<f32>()?, eps);
-            head_rms_norm(&mut kv, &kn.to_vec1::<f32>()?, eps);
-        }
-        let (table, window) = self.layer_rope(layer);
-        let mut off = 0;
         for q in seqs {
-            let s = q.tokens.len();
-            self.rope(table, &mut qv[off * nq..(off + s) * nq], n_head, q.start);
-            self.rope(table, &mut kv[off * nk..(off + s) * nk], n_kv, q.start);
-            off += s;
-        }
-        // Store each sequence's keys and values, then attend over its cache.
-        let mut off = 0;
-        for q in seqs {
-            let s = q.tokens.len();
             let l = self.caches.get_mut(&q.slot).map(|c| &mut c.layers[layer])
                 .ok_or_else(|| candle_core::Error::Msg(format!("no cache in slot {}", q.slot)))?;
-            l.host.write(q.start, &kv[off * nk..(off + s) * nk], &vv[off * nk..(off + s) * nk], n_kv, d);
-            off += s;
+            l.host.reserve(q.start + q.tokens.len(), n_kv * d);
         }
         let mut parts = Vec::with_capacity(seqs.len());
         let mut off = 0;
@@ -494,9 +465,25 @@ impl Llama {
             parts.push(Part { kv: &l.host, row: off, s: q.tokens.len(), start: q.start });
             off += q.tokens.len();
         }
+        let norms = match &self.layers[layer].qk_norm {
+            Some((qn, kn)) => Some((qn.to_vec1::<f32>()?, kn.to_vec1::<f32>()?)),
+            None => None,
+        };
+        let (table, window) = self.layer_rope(layer);
+        let eps = self.cfg.eps;
+        let prep = |head: &mut [f32], pos: usize, key: bool| {
+            if let Some((qn, kn)) = &norms {
+                head_rms_norm(head, if key { kn } else { qn }, eps);
+            }
+            self.rope(table, head, pos);
+        };
         let shape = Shape { n_head, n_kv, d, scale: self.cfg.q_scale, softcap: self.cfg.attn_softcap, window };
         let mut out = crate::tensor::kernels::uninit_vec::<f32>(rows * n_head * d);
-        super::attention::attend(&shape, &qv, &parts, &mut out);
+        let all = qkv.flatten_all()?.to_vec1::<f32>()?;
+        if all.len() != rows * (n_head + 2 * n_kv) * d {
+            candle_core::bail!("q/k/v rows of {} values, not {}", all.len() / rows.max(1), (n_head + 2 * n_kv) * d)
+        }
+        super::attention::attend(&shape, &all, &parts, &prep, &mut out);
         Tensor::from_vec(out, (rows, n_head * d), &Device::Cpu)
     }
 
