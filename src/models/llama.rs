@@ -379,8 +379,10 @@ impl Llama {
             x = (x * self.cfg.embed_scale as f64)?;
         }
         let eps = self.cfg.eps;
+        // Each residual add comes with the next norm (the next layer's, the last one's the final
+        // norm): `h` is the normed stream a block reads.
+        let mut h = crate::nn::norm::rms_norm(&x, self.layers.first().map_or(&self.norm, |l| &l.attn_norm), eps)?;
         for i in 0..self.layers.len() {
-            let h = crate::nn::norm::rms_norm(&x, &self.layers[i].attn_norm, eps)?;
             let mut qkv = self.layers[i].qkv.forward(&h)?;
             if let Some(b) = &self.layers[i].qkv_bias {
                 qkv = qkv.broadcast_add(b)?;
@@ -391,16 +393,17 @@ impl Llama {
             if let Some(n) = &l.post_attn_norm {
                 a = crate::nn::norm::rms_norm(&a, n, eps)?;
             }
-            x = (x + self.scaled(a)?)?;
-            let h = crate::nn::norm::rms_norm(&x, &l.ffn_norm, eps)?;
+            let (x_attn, h_attn) = crate::nn::norm::add_rms_norm(&x, &self.scaled(a)?, &l.ffn_norm, eps)?;
+            x = x_attn;
             let mut f = match &l.ffn {
-                Ffn::Dense(m) => m.forward(&h, self.cfg.gelu)?,
-                Ffn::Moe(m) => m.forward(&h, self.cfg.gelu)?,
+                Ffn::Dense(m) => m.forward(&h_attn, self.cfg.gelu)?,
+                Ffn::Moe(m) => m.forward(&h_attn, self.cfg.gelu)?,
             };
             if let Some(n) = &l.post_ffn_norm {
                 f = crate::nn::norm::rms_norm(&f, n, eps)?;
             }
-            x = (x + self.scaled(f)?)?;
+            let next = self.layers.get(i + 1).map_or(&self.norm, |l| &l.attn_norm);
+            (x, h) = crate::nn::norm::add_rms_norm(&x, &self.scaled(f)?, next, eps)?;
         }
         // Each sequence's last row.
         let mut last = Vec::with_capacity(seqs.len());
@@ -412,12 +415,12 @@ impl Llama {
                 c.len = q.start + q.tokens.len();
             }
         }
-        let x = if seqs.len() == 1 {
-            x.narrow(0, tokens.len() - 1, 1)?
+        let h = if seqs.len() == 1 {
+            h.narrow(0, tokens.len() - 1, 1)?
         } else {
-            x.index_select(&Tensor::new(last.as_slice(), x.device())?, 0)?
+            h.index_select(&Tensor::new(last.as_slice(), h.device())?, 0)?
         };
-        let mut logits = self.output.forward(&crate::nn::norm::rms_norm(&x, &self.norm, eps)?)?;
+        let mut logits = self.output.forward(&h)?;
         if self.cfg.logit_scale != 1.0 {
             logits = (logits / self.cfg.logit_scale as f64)?;
         }

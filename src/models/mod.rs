@@ -310,7 +310,6 @@ impl PyGgufLlama {
         self.run(py, tokens, start_pos)
     }
 
-    /// Drops the KV cache.
     /// One step over several sequences: `seqs` holds (cache slot, new tokens, start position) per
     /// sequence; the logits (sequences, vocab) of each one's last token.
     fn step_batch(&self, py: Python<'_>, seqs: Vec<(u32, Vec<u32>, usize)>) -> PyResult<PyTensor> {
@@ -371,6 +370,7 @@ impl PyGgufLlama {
         self.with_model(py, |m| m.kv_bytes_for(positions))
     }
 
+    /// Drops every KV cache.
     fn clear_kv_cache(&self, py: Python<'_>) {
         self.with_model(py, |m| m.clear());
     }
