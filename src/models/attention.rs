@@ -281,6 +281,13 @@ unsafe fn store_rows(sh: &Shape, qkv: &[f32], p: &Part, g: usize, prep: Prep) {
     }
 }
 
+/// Query head h of part p's row i from `qkv` into `dst`, prepared.
+fn query(sh: &Shape, qkv: &[f32], p: &Part, i: usize, h: usize, prep: Prep, dst: &mut [f32]) {
+    let d = sh.d;
+    dst.copy_from_slice(&qkv[(p.row + i) * (sh.n_head + 2 * sh.n_kv) * d + h * d..][..d]);
+    prep(dst, p.start + i, false);
+}
+
 /// Part p's query heads of kv head g from `qkv`, prepared, into `q` ((rows, heads · d), gemm's input).
 ///
 /// # Safety
@@ -290,9 +297,7 @@ unsafe fn prepare_queries(sh: &Shape, qkv: &[f32], p: &Part, g: usize, prep: Pre
     let group = n_head / sh.n_kv;
     for i in 0..p.s {
         for h in g * group..(g + 1) * group {
-            let dst = std::slice::from_raw_parts_mut(q.add((p.row + i) * n_head * d + h * d), d);
-            dst.copy_from_slice(&qkv[(p.row + i) * (n_head + 2 * sh.n_kv) * d + h * d..][..d]);
-            prep(dst, p.start + i, false);
+            query(sh, qkv, p, i, h, prep, std::slice::from_raw_parts_mut(q.add((p.row + i) * n_head * d + h * d), d));
         }
     }
 }
@@ -586,7 +591,6 @@ impl Vector for std::arch::x86_64::__m256 {
 #[allow(clippy::too_many_arguments)]
 unsafe fn direct_group_x86<V: Vector, E: Elem>(sh: &Shape, qkv: &[f32], prep: Prep, p: &Part, kv: &[Page<E>], g: usize, group: usize, then: Ahead, out: *mut f32) {
     let (n_head, d, s) = (sh.n_head, sh.d, p.s);
-    let stride = (n_head + 2 * sh.n_kv) * d;
     let total = p.start + s;
     let pages = total.div_ceil(PAGE);
     // Query vectors (row i, head g·group + j), prepared and scaled, and where each one's output goes.
@@ -598,8 +602,7 @@ unsafe fn direct_group_x86<V: Vector, E: Elem>(sh: &Shape, qkv: &[f32], prep: Pr
         for j in 0..group {
             let h = g * group + j;
             let vector = &mut qs[dst.len() * d..][..d];
-            vector.copy_from_slice(&qkv[(p.row + i) * stride + h * d..][..d]);
-            prep(vector, p.start + i, false);
+            query(sh, qkv, p, i, h, prep, vector);
             vector.iter_mut().for_each(|x| *x *= sh.scale);
             dst.push(out.add((p.row + i) * n_head * d + h * d));
             seen_by.push(seen(sh, p.start, i));

@@ -121,27 +121,24 @@ pub(crate) fn rms_norm(x: &Tensor, w: &Tensor, eps: f32) -> candle_core::Result<
 /// the add followed by `rms_norm`.
 pub(crate) fn add_rms_norm(x: &Tensor, a: &Tensor, w: &Tensor, eps: f32) -> candle_core::Result<(Tensor, Tensor)> {
     use candle_core::{DType as D, Storage};
-    let n = x.dims().last().copied().unwrap_or(0);
     let plain = |t: &Tensor| t.device().is_cpu() && t.dtype() == D::F32 && t.is_contiguous();
-    if n == 0 || !plain(x) || !plain(a) || !plain(w) || w.elem_count() != n || x.dims() != a.dims() {
-        let s = (x + a)?;
-        let h = rms_norm(&s, w, eps)?;
-        return Ok((s, h));
-    }
-    let w = w.flatten_all()?.to_vec1::<f32>()?;
-    let total = x.elem_count();
-    let mut s = crate::tensor::kernels::uninit_vec::<f32>(total);
-    {
-        let (gx, lx) = x.storage_and_layout();
-        let (ga, la) = a.storage_and_layout();
-        let (Storage::Cpu(cx), Storage::Cpu(ca)) = (&*gx, &*ga) else { candle_core::bail!("add_rms_norm: expected CPU tensors") };
-        let xs = &cx.as_slice::<f32>()?[lx.start_offset()..][..total];
-        let as_ = &ca.as_slice::<f32>()?[la.start_offset()..][..total];
-        s.iter_mut().zip(xs.iter().zip(as_)).for_each(|(o, (&x, &a))| *o = x + a);
-    }
-    let mut y = crate::tensor::kernels::uninit_vec::<f32>(total);
-    norm_all(&s, n, Some(&w), None, eps, true, &mut y);
-    Ok((Tensor::from_vec(s, x.dims(), &Device::Cpu)?, Tensor::from_vec(y, x.dims(), &Device::Cpu)?))
+    let s = if plain(x) && plain(a) && x.dims() == a.dims() {
+        let total = x.elem_count();
+        let mut s = crate::tensor::kernels::uninit_vec::<f32>(total);
+        {
+            let (gx, lx) = x.storage_and_layout();
+            let (ga, la) = a.storage_and_layout();
+            let (Storage::Cpu(cx), Storage::Cpu(ca)) = (&*gx, &*ga) else { candle_core::bail!("add_rms_norm: expected CPU tensors") };
+            let xs = &cx.as_slice::<f32>()?[lx.start_offset()..][..total];
+            let as_ = &ca.as_slice::<f32>()?[la.start_offset()..][..total];
+            s.iter_mut().zip(xs.iter().zip(as_)).for_each(|(o, (&x, &a))| *o = x + a);
+        }
+        Tensor::from_vec(s, x.dims(), &Device::Cpu)?
+    } else {
+        (x + a)?
+    };
+    let h = rms_norm(&s, w, eps)?;
+    Ok((s, h))
 }
 
 /// Normalises every row of `n` trailing elements (layer norm, or RMS norm when `rms`).
