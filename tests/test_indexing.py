@@ -352,10 +352,10 @@ def test_sort_nan_and_ties():
         assert_same(to_cb(x).sort(descending=desc, stable=True).indices, x.sort(descending=desc, stable=True).indices)
 
 
-@pytest.mark.parametrize("n", [513, 1000, 1001, 4097, 32001])
+@pytest.mark.parametrize("n", [513, 1000, 1001, 1002, 1003, 4097, 32001])
 @pytest.mark.parametrize("kind", ["random", "ties", "masked", "nan"])
 def test_sort_long_rows_stable(n, kind):
-    """Rows past 512 take the radix sort (two halves' cursors side by side): odd lengths, repeated
+    """Rows past 512 take the radix sort (four quarters' cursors side by side): every length mod 4, repeated
     keys, logits masked to -inf, NaN; values and positions as torch's stable sort."""
     x = torch.randn(3, n, generator=torch.Generator().manual_seed(n))
     drop = torch.rand(3, n, generator=torch.Generator().manual_seed(n + 1))

@@ -105,68 +105,53 @@ fn sorted_positions<T: OrdKey>(row: &[T], descending: bool) -> Vec<u32> {
 }
 
 /// Stable LSD radix sort of `v` by its high 32 bits, 11 bits per pass (three passes, not four
-/// bytes; the low bits, positions, are already in order, so equal keys keep their order). The two
-/// halves of `v` are counted and scattered side by side, each with its own cursors: on keys that
-/// repeat (logits masked to -inf) one cursor's increments formed a chain through memory.
+/// bytes; the low bits, positions, are already in order, so equal keys keep their order). Four
+/// quarters of `v` are counted and scattered side by side, each with its own cursors (a bucket's
+/// four next to each other): on keys that repeat (logits masked to -inf) one cursor's increments
+/// form a chain through memory, four run at once. Bucket b takes quarter 0's keys, then 1's, ...
 fn radix_sort_high32(v: &mut Vec<u64>) {
     const BITS: usize = 11;
-    const PASSES: usize = 32usize.div_ceil(BITS);
-    const MASK: usize = (1 << BITS) - 1;
+    const LANES: usize = 4;
+    const MASK: u64 = (1 << BITS) - 1;
     let n = v.len();
-    let half = n / 2;
-    let digit = |x: u64, p: usize| ((x >> (32 + BITS * p)) as usize) & MASK;
-    // Every pass's histogram in one read (two halves side by side, summed where used).
-    let mut count = vec![[[0usize; 1 << BITS]; 2]; PASSES];
-    for i in 0..half {
-        let (x, y) = (v[i], v[half + i]);
-        for (p, c) in count.iter_mut().enumerate() {
-            c[0][digit(x, p)] += 1;
-            c[1][digit(y, p)] += 1;
+    let q = n / LANES;
+    let mut tmp = super::kernels::uninit_vec::<u64>(n);
+    // u32 cursors: 32 KB for all buckets and lanes, L1-resident (n < 2^32 here).
+    let mut at = vec![[0u32; LANES]; 1 << BITS];
+    for p in 0..32usize.div_ceil(BITS) {
+        let shift = 32 + BITS * p;
+        let digit = |x: u64| ((x >> shift) & MASK) as usize;
+        at.iter_mut().for_each(|c| *c = [0; LANES]);
+        for i in 0..q {
+            for l in 0..LANES {
+                at[digit(v[l * q + i])][l] += 1;
+            }
         }
-    }
-    if n % 2 == 1 {
-        for (p, c) in count.iter_mut().enumerate() {
-            c[1][digit(v[n - 1], p)] += 1;
+        for &x in &v[LANES * q..] {
+            at[digit(x)][LANES - 1] += 1;
         }
-    }
-    let mut tmp = vec![0u64; n];
-    let (mut at0, mut at1) = (vec![0usize; 1 << BITS], vec![0usize; 1 << BITS]);
-    for (p, [c0, c1]) in count.iter().enumerate() {
-        if (0..1 << BITS).any(|b| c0[b] + c1[b] == n) {
+        if at.iter().any(|c| c.iter().map(|&k| k as usize).sum::<usize>() == n) {
             continue; // every key has the same digit here
         }
-        // The first half's digits now (the passes before moved keys between the halves), counted
-        // in two quarters side by side.
-        let (q, mut first) = (half / 2, [[0usize; 1 << BITS]; 2]);
+        let mut start = 0u32;
+        for k in at.iter_mut().flatten() {
+            (*k, start) = (start, start + *k);
+        }
         for i in 0..q {
-            first[0][digit(v[i], p)] += 1;
-            first[1][digit(v[q + i], p)] += 1;
-        }
-        if half % 2 == 1 {
-            first[1][digit(v[half - 1], p)] += 1;
-        }
-        // Bucket b: the first half's keys from at0[b], then the second half's from at1[b].
-        let mut start = 0;
-        for b in 0..1 << BITS {
-            let lo = first[0][b] + first[1][b];
-            at0[b] = start;
-            at1[b] = start + lo;
-            start += c0[b] + c1[b];
-        }
-        for i in 0..half {
-            let (x, y) = (v[i], v[half + i]);
-            let (bx, by) = (digit(x, p), digit(y, p));
-            // SAFETY: a cursor stays inside its bucket's share, below n (the counts sum to n).
-            unsafe {
-                *tmp.get_unchecked_mut(at0[bx]) = x;
-                *tmp.get_unchecked_mut(at1[by]) = y;
+            for l in 0..LANES {
+                let x = v[l * q + i];
+                let c = &mut at[digit(x)][l];
+                // SAFETY: a cursor stays inside its lane's share of its bucket, below n (the
+                // counts sum to n).
+                unsafe { *tmp.get_unchecked_mut(*c as usize) = x };
+                *c += 1;
             }
-            at0[bx] += 1;
-            at1[by] += 1;
         }
-        if n % 2 == 1 {
-            let y = v[n - 1];
-            tmp[at1[digit(y, p)]] = y;
+        for j in LANES * q..n {
+            let x = v[j];
+            let c = &mut at[digit(x)][LANES - 1];
+            tmp[*c as usize] = x;
+            *c += 1;
         }
         std::mem::swap(v, &mut tmp);
     }
