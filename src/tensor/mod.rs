@@ -411,11 +411,12 @@ pub fn map_cpu<T: WithDType, U: WithDType, F: Fn(T) -> U + Sync>(t: &Tensor, f: 
 }
 
 /// A contiguous copy of `t`: large CPU tensors are copied by our elementwise engine, split over the
-/// pool (Candle's strided copy runs on one thread); anything else by Candle.
+/// pool when there is one (Candle's strided copy runs on one thread, and is 1.7-3x slower on one
+/// thread too: a transpose of (4,128,1536), a stride-2 slice); anything else by Candle.
 pub fn copy_contiguous(t: &Tensor) -> PyResult<Tensor> {
     use candle_core::DType as C;
     let ours = matches!(t.dtype(), C::U8 | C::I16 | C::I32 | C::I64 | C::F16 | C::BF16 | C::F32 | C::F64);
-    if ours && t.elem_count() >= kernels::PAR_THRESHOLD && crate::pool::threads() > 1 && crate::device::cpu_kernels(t) {
+    if ours && t.elem_count() >= kernels::PAR_THRESHOLD && crate::device::cpu_kernels(t) {
         return with_dtype!(t.dtype(), T => map_cpu::<T, T, _>(t, |x| x));
     }
     t.force_contiguous().py()
