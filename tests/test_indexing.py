@@ -60,6 +60,32 @@ def test_basic_indexing_returns_views():
     assert (emb[2] == 0).all()
 
 
+@pytest.mark.parametrize("key", [
+    slice(None, None, 2), (slice(None), slice(1, None, 3)), (Ellipsis, slice(None, None, 4)), (slice(1, 3), slice(None, 5, 2)),
+    (slice(None, None, 2), slice(None, None, 2), 1), (0, slice(3, 3, 2)), (slice(None), slice(10, None, 2)), (slice(None, None, 5),),
+])
+def test_step_slices_are_views(key):
+    """A slice with a step is a view as in torch: the same values and strides, writes through it reach
+    the base, and the view reads the base's later writes."""
+    x = torch.arange(4 * 9 * 6, dtype=torch.float32).reshape(4, 9, 6)
+    cx = to_cb(x)
+    v, cv = x[key], cx[key]
+    assert_same(cv, v)
+    assert tuple(cv.stride()) == v.stride() and cv.is_contiguous() == v.is_contiguous()
+    v.mul_(-1)
+    cv.mul_(-1)
+    assert_same(cx, x)
+    x.add_(1)
+    cx.add_(1)
+    assert_same(cv, v)
+    # ops read the strided view; a step of a step composes the strides
+    assert_same(cv.sum(-1), v.sum(-1))
+    assert_same(cv.contiguous(), v.contiguous())
+    if v.dim() >= 1 and v.shape[0] > 1:
+        assert_same(cv[::2], v[::2])
+        assert tuple(cv[::2].stride()) == v[::2].stride()
+
+
 def set_both(x, key, value):
     cx = to_cb(x)
     cv = key_for_cb(value) if isinstance(value, torch.Tensor) else value

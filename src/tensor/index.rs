@@ -3,8 +3,8 @@
 //! A key is parsed once into a plan over the tensor's memory: basic items (ints, slices, None, ...)
 //! give a strided view; index tensors, lists and bool masks are "advanced" items whose broadcast
 //! dims go where the first one stood when they are adjacent, else in front (ints do not break
-//! adjacency: torch selects them first). Keys of ints, unit-step slices, None and `...` give Candle
-//! views (writes through them reach the base); anything else gathers a copy. Assignment always
+//! adjacency: torch selects them first). Keys of ints, slices, None and `...` give Candle views
+//! (writes through them reach the base); anything else gathers a copy. Assignment always
 //! writes into the tensor's own memory.
 
 use candle_core::{Device, Storage, Tensor};
@@ -110,6 +110,8 @@ struct Adv {
 /// Replayable view steps for keys that Candle can express as a view.
 enum Step {
     Narrow(usize, usize, usize),
+    /// (dim, start, len, step): a slice with a step.
+    Stride(usize, usize, usize, usize),
     Squeeze(usize),
     Unsqueeze(usize),
 }
@@ -173,11 +175,7 @@ fn plan(t: &Tensor, items: Vec<Item<'_>>) -> PyResult<Plan> {
                 if len > 0 {
                     p.base += start * src_strides[d];
                 }
-                if step == 1 {
-                    p.steps.push(Step::Narrow(p.dims.len(), start.min(n), len));
-                } else {
-                    p.view = false;
-                }
+                p.steps.push(if step == 1 { Step::Narrow(p.dims.len(), start.min(n), len) } else { Step::Stride(p.dims.len(), start.min(n), len, step) });
                 p.dims.push(len);
                 p.strides.push(src_strides[d] * step);
                 d += 1;
@@ -358,6 +356,7 @@ impl PyTensor {
             for s in &p.steps {
                 t = match *s {
                     Step::Narrow(d, start, len) => t.narrow(d, start, len),
+                    Step::Stride(d, start, len, step) => t.step_narrow(d, start, len, step),
                     Step::Squeeze(d) => t.squeeze(d),
                     Step::Unsqueeze(d) => t.unsqueeze(d),
                 }

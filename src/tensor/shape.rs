@@ -228,7 +228,8 @@ impl PyTensor {
         self.t.layout().start_offset()
     }
     fn is_contiguous(&self) -> bool {
-        self.t.is_contiguous()
+        // torch: a tensor without elements is contiguous whatever its strides.
+        self.t.is_contiguous() || self.t.elem_count() == 0
     }
     fn is_floating_point(&self) -> bool {
         self.dtype.is_float()

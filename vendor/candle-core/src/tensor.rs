@@ -918,6 +918,35 @@ impl Tensor {
         }
     }
 
+    /// Every `step`-th element along `dim`, `len` of them from `start`, as a view of the same
+    /// storage (candle-bind's patch: torch's `x[a:b:step]` is a view; Candle views unit steps only).
+    /// With `len == 0` the offset stays where it was, as `Layout::narrow` leaves it.
+    pub fn step_narrow(&self, dim: usize, start: usize, len: usize, step: usize) -> Result<Self> {
+        let dims = self.dims();
+        let in_bounds = dim < dims.len()
+            && step > 0
+            && (len == 0 || (len - 1).checked_mul(step).and_then(|e| e.checked_add(start)).is_some_and(|e| e < dims[dim]));
+        if !in_bounds {
+            Err(Error::Msg(format!("step_narrow: {len} elements from {start} by {step} do not fit dim {dim} of {dims:?}")).bt())?
+        }
+        let layout = self.layout();
+        let mut shape = dims.to_vec();
+        shape[dim] = len;
+        let mut stride = layout.stride().to_vec();
+        let offset = if len > 0 { layout.start_offset() + start * stride[dim] } else { layout.start_offset() };
+        stride[dim] *= step;
+        let tensor_ = Tensor_ {
+            id: TensorId::new(),
+            storage: self.storage.clone(),
+            layout: Layout::new(shape.into(), stride, offset),
+            op: BackpropOp::none(),
+            is_variable: false,
+            dtype: self.dtype,
+            device: self.device.clone(),
+        };
+        Ok(Tensor(Arc::new(tensor_)))
+    }
+
     fn squeeze_dims(self, dims: &[usize]) -> Result<Self> {
         match dims {
             [] => Ok(self),
