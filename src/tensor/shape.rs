@@ -228,8 +228,7 @@ impl PyTensor {
         self.t.layout().start_offset()
     }
     fn is_contiguous(&self) -> bool {
-        // torch: a tensor without elements is contiguous whatever its strides.
-        self.t.is_contiguous() || self.t.elem_count() == 0
+        self.t.is_contiguous()
     }
     fn is_floating_point(&self) -> bool {
         self.dtype.is_float()
