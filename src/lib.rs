@@ -133,7 +133,7 @@ mod candle_bind_c {
     #[pymodule_export]
     use crate::nn::norm::{batch_norm_eval, channel_affine, norm_rows};
     #[pymodule_export]
-    use crate::nn::pool::{pool, resample_axis};
+    use crate::nn::pool::{pool, resample_axis, resample_nearest};
     #[pymodule_export]
     use crate::nn::qlinear::{qlinear_choose_qparams, qlinear_dynamic, qlinear_kernel, qlinear_prepack, quantize_affine, PackedLinear};
     #[pymodule_export]

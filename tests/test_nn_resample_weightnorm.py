@@ -32,6 +32,20 @@ def test_interpolate_1d_3d(mode, shape):
                         torch.nn.functional.interpolate(x, mode=mode, align_corners=ac, **kw), atol=1e-5)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.uint8])
+@pytest.mark.parametrize("shape,kw", [((2, 3, 9), dict(scale_factor=2)), ((2, 3, 6, 7), dict(size=(6, 11))),
+                                      ((1, 2, 5, 4), dict(scale_factor=(0.6, 2.5))), ((1, 2, 3, 4, 5), dict(size=(6, 4, 3))),
+                                      ((4, 8, 16, 16), dict(scale_factor=2))])
+def test_interpolate_nearest_one_pass(dtype, shape, kw):
+    """Nearest modes gather every dim in one pass, in the input's dtype: each dtype torch takes, a dim
+    left as it is, down- and upscaling, a non-contiguous input, enough planes for the pool."""
+    x = (torch.rand(shape, generator=torch.Generator().manual_seed(7)) * 200).to(dtype)
+    for mode in ["nearest", "nearest-exact"]:
+        strided = to_cb(x.transpose(-1, -2).contiguous()).transpose(-1, -2)
+        for c in [to_cb(x), strided]:
+            assert_same(F.interpolate(c, mode=mode, **kw), torch.nn.functional.interpolate(x, mode=mode, **kw))
+
+
 def test_upsample_modules():
     x = make((1, 2, 4, 5), seed=3)
     for t, c in [(torch.nn.Upsample(scale_factor=2, mode="bilinear", align_corners=True), nn.Upsample(scale_factor=2, mode="bilinear", align_corners=True)),

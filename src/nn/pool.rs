@@ -348,6 +348,86 @@ pub fn resample_axis(input: &PyTensor, dim: usize, index: Vec<Vec<usize>>, weigh
     Ok(PyTensor::new(crate::tensor::convert(&t, input.dtype.candle())?.to_device(input.t.device()).py()?, input.dtype))
 }
 
+/// Nearest resampling of every spatial dim at once: out[p, o₁.., oₛ] = x[p, index₁[o₁].., indexₛ[oₛ]]
+/// over x's dims 2.. (`index[i]` per output position of spatial dim i), in x's own dtype. The output
+/// is written once, where `resample_axis` per dim wrote each intermediate too (x2 of (1,64,64,64):
+/// 2 MB + 4 MB against torch's 4 MB); an output row whose source row is the previous row's (an
+/// upscale) is copied from that row instead of gathered again.
+#[pyfunction]
+pub fn resample_nearest(input: &PyTensor, index: Vec<Vec<usize>>) -> PyResult<PyTensor> {
+    let dims = input.dims().to_vec();
+    let s = index.len();
+    if s == 0 || dims.len() != s + 2 {
+        return Err(runtime_err("resample_nearest: bad arguments"));
+    }
+    let (sp, osp): (&[usize], Vec<usize>) = (&dims[2..], index.iter().map(Vec::len).collect());
+    if index.iter().zip(sp).any(|(ix, &l)| ix.iter().any(|&i| i >= l)) {
+        return Err(runtime_err("resample_nearest: index out of range"));
+    }
+    if !crate::device::cpu_kernels(&input.t) {
+        let mut x = input.t.clone();
+        for (i, ix) in index.iter().enumerate().rev() {
+            let taps: Vec<Vec<usize>> = ix.iter().map(|&j| vec![j]).collect();
+            x = dev::resample(&x, 2 + i, &taps, &vec![vec![1.0f32]; ix.len()])?;
+        }
+        return Ok(input.same(x));
+    }
+    let mut od = dims[..2].to_vec();
+    od.extend(&osp);
+    let planes = dims[0] * dims[1];
+    let (w_in, w_out, rows_out) = (sp[s - 1], osp[s - 1], osp[..s - 1].iter().product::<usize>());
+    let (plane_in, plane_out) = (sp.iter().product::<usize>(), rows_out * w_out);
+    // The source row (within a plane, in rows of w_in) of each output row.
+    let src_rows: Vec<usize> = (0..rows_out)
+        .map(|r| {
+            let (mut rest, mut row, mut stride) = (r, 0, 1);
+            for i in (0..s - 1).rev() {
+                row += index[i][rest % osp[i]] * stride;
+                rest /= osp[i];
+                stride *= sp[i];
+            }
+            row
+        })
+        .collect();
+    let x = crate::tensor::copy_contiguous(&input.t)?;
+    let out = crate::tensor::with_dtype!(x.dtype(), T => {
+        let (storage, layout) = x.storage_and_layout();
+        let candle_core::Storage::Cpu(cpu) = &*storage else { return Err(runtime_err("expected a CPU tensor")) };
+        let data = &cpu.as_slice::<T>().py()?[layout.start_offset()..layout.start_offset() + planes * plane_in];
+        let mut out = crate::tensor::kernels::uninit_vec::<T>(planes * plane_out);
+        let last = &index[s - 1];
+        // Every element of a plane is written: a gathered row, or a copy of the row before it.
+        let work = |dst: &mut [T], p: usize| {
+            let src = &data[p * plane_in..(p + 1) * plane_in];
+            for r in 0..rows_out {
+                let (done, rest) = dst.split_at_mut(r * w_out);
+                let row = &mut rest[..w_out];
+                if r > 0 && src_rows[r] == src_rows[r - 1] {
+                    row.copy_from_slice(&done[(r - 1) * w_out..]);
+                } else {
+                    let from = &src[src_rows[r] * w_in..(src_rows[r] + 1) * w_in];
+                    row.iter_mut().zip(last).for_each(|(d, &i)| *d = from[i]);
+                }
+            }
+        };
+        if plane_out > 0 && planes * plane_out >= crate::tensor::kernels::PAR_THRESHOLD && planes > 1 {
+            let per = planes.div_ceil(4 * crate::pool::threads()).max(1);
+            Python::attach(|py| {
+                py.detach(|| {
+                    crate::pool::chunks_mut(&mut out, per * plane_out, |c, dst| {
+                        dst.chunks_mut(plane_out).enumerate().for_each(|(k, d)| work(d, c * per + k))
+                    })
+                })
+            });
+        } else if plane_out > 0 {
+            out.chunks_mut(plane_out).enumerate().for_each(|(p, d)| work(d, p));
+        }
+        drop(storage);
+        Tensor::from_vec(out, od.as_slice(), &Device::Cpu).py()
+    })?;
+    Ok(input.same(out))
+}
+
 /// Pooling and resampling on other devices: the windows gathered by `window::gather` (one
 /// `index_select` per axis), then reduced; index and divisor tables are built on the host.
 mod dev {

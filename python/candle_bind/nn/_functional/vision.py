@@ -370,6 +370,12 @@ def _interpolate(input, size=None, scale_factor=None, mode="nearest", align_corn
     ac = bool(align_corners)
     if input.dtype == _C.uint8 and mode in ("bilinear", "bicubic") and input.shape[1] <= 4:
         return _resize_uint8(input, out, scales, mode, ac, antialias)
+    if mode in ("nearest", "nearest-exact") and input.device.type == "cpu":
+        # Every dim's source positions, then one gather pass over the output (in the input's dtype).
+        idx = [list(range(L)) if O == L and sc in (None, 1.0) else
+               [i[0] for i in _taps(mode, L, O, (L / O) if sc is None else 1.0 / sc, ac)[0]]
+               for L, O, sc in zip(spatial, out, scales)]
+        return _C.resample_nearest(input.contiguous(), idx)
     x = input
     for i in reversed(range(n)):  # the last dim first: its gather pass then runs on the smaller tensor
         d = 2 + i
