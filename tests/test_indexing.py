@@ -601,3 +601,51 @@ def test_relu_in_place_matches_torch(dtype):
         view(ref).relu_()
         assert_same(ours, ref)
         assert tuple(out.shape) == tuple(view(ref).shape)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int64, torch.int32, torch.bfloat16])
+def test_scatter_in_place(dtype):
+    """scatter_/scatter_add_ write into self's memory (a contiguous slice of a base included), return
+    self, and match torch; self sharing memory with src, a strided self, reductions and scalar values
+    take the copying path; an index out of bounds raises and leaves self unchanged."""
+    g = torch.Generator().manual_seed(3)
+    base = (torch.rand(5, 8, 300, generator=g) * 10).to(dtype)
+    src = (torch.rand(4, 8, 300, generator=g) * 10).to(dtype)
+    idx = torch.randint(0, 300, (4, 8, 300), generator=g)
+    cb_base, csrc, cidx = to_cb(base), to_cb(src), to_cb(idx)
+    for d in [-1, 0, 1]:
+        i = idx.clamp(max=3) if d == 0 else idx.clamp(max=7) if d == 1 else idx
+        ci = to_cb(i)
+        t, c = base.clone(), to_cb(base)
+        tv, cv = t[1:], c[1:]  # contiguous with an offset into the base
+        assert cv.scatter_add_(d, ci, csrc) is cv
+        tv.scatter_add_(d, i, src)
+        assert_same(c, t)
+        cv.scatter_(d, ci, csrc)
+        tv.scatter_(d, i, src)
+        assert_same(c, t)
+        cv.scatter_(d, ci, 2)
+        tv.scatter_(d, i, 2)
+        assert_same(c, t)
+        if dtype.is_floating_point:
+            cv.scatter_(d, ci, csrc, reduce="multiply")
+            tv.scatter_(d, i, src, reduce="multiply")
+            assert_same(c, t, rtol=1e-2)
+    # a strided self
+    t, c = base.clone(), to_cb(base)
+    t.transpose(0, 1).scatter_add_(-1, idx.transpose(0, 1)[:, :4], src.transpose(0, 1)[:, :4])
+    c.transpose(0, 1).scatter_add_(-1, cidx.transpose(0, 1)[:, :4], csrc.transpose(0, 1)[:, :4])
+    assert_same(c, t)
+    # self is src (torch refuses the overlap; ours reads src as it was, as a clone would be)
+    t, c = src.clone(), to_cb(src)
+    t.scatter_add_(-1, idx, t.clone())
+    c.scatter_add_(-1, cidx, c)
+    assert_same(c, t)
+    # out of bounds: an error, self unchanged
+    c = to_cb(base)
+    bad = cidx.clone()
+    bad[3, 7, 299] = 300
+    with pytest.raises(RuntimeError, match="out of bounds"):
+        c[1:].scatter_add_(-1, bad, csrc)
+    assert_same(c, base)
+    assert_same(cb_base, base)

@@ -243,7 +243,7 @@ fn put<T: Copy + Send + Sync>(data: &mut [T], vals: &[T], dest: &Dest<'_>) {
 }
 
 /// The address of a CPU tensor's storage buffer (tells whether two tensors share memory).
-fn storage_addr(t: &Tensor) -> usize {
+pub(super) fn storage_addr(t: &Tensor) -> usize {
     let (s, _) = t.storage_and_layout();
     match &*s {
         candle_core::Storage::Cpu(c) => with_dtype!(t.dtype(), T => Ok::<usize, PyErr>(c.as_slice::<T>().map_or(0, |x| x.as_ptr() as usize))).unwrap_or(0),

@@ -147,6 +147,14 @@ super::kernels::multiversion! {
 }
 
 super::kernels::multiversion! {
+    /// Whether every index lies in 0..n (a negative one reads as a huge u64): one branch-free pass.
+    fn all_below<>(idx: &[i64], n: u64) -> bool where []
+    {
+        idx.iter().fold(0u64, |m, &i| m.max(i as u64)) < n
+    }
+}
+
+super::kernels::multiversion! {
     /// row[idx[j]] = f(row[idx[j]], src[j]); false when an index falls outside the row (the
     /// result is then thrown away, so where those values went does not matter).
     fn scatter_row<T, F>(row: &mut [T], idx: &[i64], src: &[T], f: &F) -> bool where [T: Copy, F: Fn(T, T) -> T]
@@ -382,14 +390,30 @@ impl PyTensor {
 
     /// scatter family: a copy of self with src's values written (or combined) at index along dim.
     pub fn scatter_impl(&self, dim: i64, index: &PyTensor, src: Operand<'_>, reduce: Option<&str>) -> PyResult<PyTensor> {
+        Ok(self.scatter_run(dim, index, src, reduce, false)?.0)
+    }
+
+    /// `scatter_`/`scatter_add_`: into self's own memory when it is a contiguous CPU tensor that
+    /// shares no storage with src or the index (no copy of self in and of the result out: a third
+    /// of `zeros_like(x).scatter_add_(-1, i, x)`), else the result written back.
+    pub fn scatter_into(&self, dim: i64, index: &PyTensor, src: Operand<'_>, reduce: Option<&str>) -> PyResult<()> {
+        let (r, done) = self.scatter_run(dim, index, src, reduce, true)?;
+        if !done {
+            self.assign(Operand::T(&r))?;
+        }
+        Ok(())
+    }
+
+    /// The scatter, and whether it was written into self (`into`, where it can be).
+    fn scatter_run(&self, dim: i64, index: &PyTensor, src: Operand<'_>, reduce: Option<&str>, into: bool) -> PyResult<(PyTensor, bool)> {
         let d = norm_dim(dim, self.rank())?;
         if matches!(reduce, Some("add" | "sum" | "multiply" | "prod")) {
             if let Some(r) = self.widened(src, |me, src| me.scatter_impl(dim, index, src, reduce))? {
-                return Ok(r);
+                return Ok((r, false));
             }
         }
         if !super::is_cpu(&self.t) || !super::is_cpu(&index.t) {
-            return self.scatter_dev(d, index, src, reduce);
+            return Ok((self.scatter_dev(d, index, src, reduce)?, false));
         }
         if !matches!(index.dtype, DType::I64 | DType::I32) {
             return Err(runtime_err(format!("scatter(): Expected dtype int64 for index, got {}", index.dtype.name())));
@@ -438,6 +462,39 @@ impl PyTensor {
         let mut src_st = if matches!(src, Operand::S(_)) { vec![0; rank] } else { contiguous_strides(src_t.dims()) };
         src_st.resize(rank, 0);
         let srows = Rows::new(index.dims(), &src_st, src_t.layout().start_offset());
+        let addr = super::inplace::storage_addr;
+        if into && !self.is_meta() && me.is_contiguous() && crate::device::cpu_kernels(me) && addr(me) != addr(&src_t) && addr(me) != addr(&index.t) {
+            let (o, len) = (me.layout().start_offset(), me.elem_count());
+            // Read guards are taken again on every try, so a writer of src or the index that waits
+            // on self meanwhile is never held off.
+            super::inplace::retrying(|| {
+                with_index(index, "scatter", |idx| {
+                    // Bounds first (a branch-free pass that vectorizes): a failed scatter leaves
+                    // self as it was.
+                    if !all_below(idx, n as u64) {
+                        if let Some(&i) = idx.iter().find(|&&i| i < 0 || i >= n as i64) {
+                            in_bounds(i, n, d)?;
+                        }
+                    }
+                    with_dtype!(me.dtype(), T => {
+                        let (sg, _) = src_t.storage_and_layout();
+                        let candle_core::Storage::Cpu(scpu) = &*sg else { return Err(runtime_err("expected a CPU tensor")) };
+                        let sv = scpu.as_slice::<T>().py()?;
+                        let plan = Scatter { idx, sv, dst: &dst, srows: &srows, dd, n, along_last: d + 1 == rank && self.rank() > 0 };
+                        let ran = super::inplace::try_with_storage_mut(me, |s, _| {
+                            let data = super::inplace::slice_mut::<T>(s)?.get_mut(o..o + len).ok_or_else(|| runtime_err("scatter: storage too short"))?;
+                            Ok(match how {
+                                Combine::Set => plan.run(data, |_, v| v),
+                                Combine::Add => plan.run(data, |a, v| a + v),
+                                Combine::Mul => plan.run(data, |a, v| a * v),
+                            })
+                        })?;
+                        Ok(ran.ok().map(|_| ()))
+                    })
+                })
+            })?;
+            return Ok((self.same(me.clone()), true));
+        }
         let out = with_index(index, "scatter", |idx| {
             with_dtype!(me.dtype(), T => {
                 let mut data = super::cpu_vec::<T>(&me)?;
@@ -460,7 +517,7 @@ impl PyTensor {
                 Tensor::from_vec(data, me.dims(), &Device::Cpu).py()
             })
         })?;
-        Ok(self.same(out))
+        Ok((self.same(out), false))
     }
 
     /// For float16/bfloat16 self: `f` run on float32 copies of self and the source, the result

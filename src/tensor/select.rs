@@ -294,16 +294,16 @@ impl PyTensor {
     }
     #[pyo3(signature = (dim, index, src=None, value=None, *, reduce=None))]
     fn scatter_<'py>(slf: PyRef<'py, Self>, dim: i64, index: &PyTensor, src: Option<&Bound<'_, PyAny>>, value: Option<&Bound<'_, PyAny>>, reduce: Option<&str>) -> PyResult<PyRef<'py, Self>> {
-        let r = slf.scatter(dim, index, src, value, reduce)?;
-        slf.assign(Operand::T(&r))?;
+        let s = src.or(value).ok_or_else(|| type_err("scatter() missing argument 'src' or 'value'"))?;
+        let s = operand_arg(s, "scatter(): src")?;
+        slf.scatter_into(dim, index, s.op(), reduce)?;
         Ok(slf)
     }
     fn scatter_add(&self, dim: i64, index: &PyTensor, src: &PyTensor) -> PyResult<PyTensor> {
         self.scatter_impl(dim, index, Operand::T(src), Some("add"))
     }
     fn scatter_add_<'py>(slf: PyRef<'py, Self>, dim: i64, index: &PyTensor, src: &PyTensor) -> PyResult<PyRef<'py, Self>> {
-        let r = slf.scatter_add(dim, index, src)?;
-        slf.assign(Operand::T(&r))?;
+        slf.scatter_into(dim, index, Operand::T(src), Some("add"))?;
         Ok(slf)
     }
 
