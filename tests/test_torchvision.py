@@ -61,10 +61,8 @@ def test_transforms(runs, name):
     compare(*runs.section(name, "torchvision_transforms.py"))
 
 
-@pytest.mark.xfail(reason="a stepped slice (x[..., 0::2]) is a copy in candle_bind, not a view, so an in-place op "
-                          "on it does not reach the tensor (src/tensor/index.rs makes unit-step slices views only)",
-                   strict=True)
 def test_transforms_inplace_through_stepped_slice(runs):
+    """torchvision's clamp_boxes clamps x[..., 0::2] in place: a stepped slice is a view."""
     compare(*runs.section("clamp_boxes", "torchvision_transforms.py"))
 
 
