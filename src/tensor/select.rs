@@ -147,8 +147,7 @@ fn radix_sort_high32(v: &mut Vec<u64>) {
                 *c += 1;
             }
         }
-        for j in LANES * q..n {
-            let x = v[j];
+        for &x in &v[LANES * q..] {
             let c = &mut at[digit(x)][LANES - 1];
             tmp[*c as usize] = x;
             *c += 1;
