@@ -146,6 +146,23 @@ super::kernels::multiversion! {
     }
 }
 
+/// `all_below` over the pool when the index is large (it is read from memory, a pass of its own).
+fn indices_below(idx: &[i64], n: u64) -> bool {
+    let threads = crate::pool::threads();
+    if idx.len() < super::kernels::PAR_THRESHOLD || threads == 1 {
+        return all_below(idx, n);
+    }
+    let ok = std::sync::atomic::AtomicBool::new(true);
+    let per = idx.len().div_ceil(threads);
+    crate::pool::for_each(threads, &|t| {
+        let part = &idx[(t * per).min(idx.len())..((t + 1) * per).min(idx.len())];
+        if !all_below(part, n) {
+            ok.store(false, std::sync::atomic::Ordering::Relaxed);
+        }
+    });
+    ok.into_inner()
+}
+
 super::kernels::multiversion! {
     /// Whether every index lies in 0..n (a negative one reads as a huge u64): one branch-free pass.
     fn all_below<>(idx: &[i64], n: u64) -> bool where []
@@ -471,7 +488,7 @@ impl PyTensor {
                 with_index(index, "scatter", |idx| {
                     // Bounds first (a branch-free pass that vectorizes): a failed scatter leaves
                     // self as it was.
-                    if !all_below(idx, n as u64) {
+                    if !indices_below(idx, n as u64) {
                         if let Some(&i) = idx.iter().find(|&&i| i < 0 || i >= n as i64) {
                             in_bounds(i, n, d)?;
                         }
