@@ -262,6 +262,17 @@ enum Combine {
     Mul,
 }
 
+impl<T: Copy + Send + Sync + std::ops::Add<Output = T> + std::ops::Mul<Output = T>> Scatter<'_, T> {
+    /// `run` with the combine rule of `how` (false: an index out of bounds).
+    fn apply(&self, data: &mut [T], how: Combine) -> bool {
+        match how {
+            Combine::Set => self.run(data, |_, v| v),
+            Combine::Add => self.run(data, |a, v| a + v),
+            Combine::Mul => self.run(data, |a, v| a * v),
+        }
+    }
+}
+
 impl PyTensor {
     /// gather along `dim`: out[i][j][k] = self[index[i][j][k]][j][k] (for dim 0), out shaped like index.
     /// `negative`: whether indices may count from the end (searchsorted's sorter; not torch.gather).
@@ -479,6 +490,7 @@ impl PyTensor {
         let mut src_st = if matches!(src, Operand::S(_)) { vec![0; rank] } else { contiguous_strides(src_t.dims()) };
         src_st.resize(rank, 0);
         let srows = Rows::new(index.dims(), &src_st, src_t.layout().start_offset());
+        let along_last = d + 1 == rank && self.rank() > 0;
         let addr = super::inplace::storage_addr;
         if into && !self.is_meta() && me.is_contiguous() && crate::device::cpu_kernels(me) && addr(me) != addr(&src_t) && addr(me) != addr(&index.t) {
             let (o, len) = (me.layout().start_offset(), me.elem_count());
@@ -497,14 +509,10 @@ impl PyTensor {
                         let (sg, _) = src_t.storage_and_layout();
                         let candle_core::Storage::Cpu(scpu) = &*sg else { return Err(runtime_err("expected a CPU tensor")) };
                         let sv = scpu.as_slice::<T>().py()?;
-                        let plan = Scatter { idx, sv, dst: &dst, srows: &srows, dd, n, along_last: d + 1 == rank && self.rank() > 0 };
+                        let plan = Scatter { idx, sv, dst: &dst, srows: &srows, dd, n, along_last };
                         let ran = super::inplace::try_with_storage_mut(me, |s, _| {
                             let data = super::inplace::slice_mut::<T>(s)?.get_mut(o..o + len).ok_or_else(|| runtime_err("scatter: storage too short"))?;
-                            Ok(match how {
-                                Combine::Set => plan.run(data, |_, v| v),
-                                Combine::Add => plan.run(data, |a, v| a + v),
-                                Combine::Mul => plan.run(data, |a, v| a * v),
-                            })
+                            Ok(plan.apply(data, how))
                         })?;
                         Ok(ran.ok().map(|_| ()))
                     })
@@ -518,14 +526,8 @@ impl PyTensor {
                 let (sg, _) = src_t.storage_and_layout();
                 let candle_core::Storage::Cpu(scpu) = &*sg else { return Err(runtime_err("expected a CPU tensor")) };
                 let sv = scpu.as_slice::<T>().py()?;
-                let along_last = d + 1 == rank && self.rank() > 0;
                 let plan = Scatter { idx, sv, dst: &dst, srows: &srows, dd, n, along_last };
-                let ok = match how {
-                    Combine::Set => plan.run(&mut data, |_, v| v),
-                    Combine::Add => plan.run(&mut data, |a, v| a + v),
-                    Combine::Mul => plan.run(&mut data, |a, v| a * v),
-                };
-                if !ok {
+                if !plan.apply(&mut data, how) {
                     if let Some(&i) = idx.iter().find(|&&i| i < 0 || i >= n as i64) {
                         in_bounds(i, n, d)?;
                     }

@@ -316,6 +316,11 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
 
 
 @opmath
+def _scale(L, O, scale_factor):
+    """Input positions per output position along an axis: from the sizes, or the given factor."""
+    return (L / O) if scale_factor is None else 1.0 / scale_factor
+
+
 def _interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None, recompute_scale_factor=None,
                  antialias=False):
     """torch's F.interpolate for nearest, nearest-exact, (bi/tri)linear, bicubic and area, with size
@@ -372,8 +377,7 @@ def _interpolate(input, size=None, scale_factor=None, mode="nearest", align_corn
         return _resize_uint8(input, out, scales, mode, ac, antialias)
     if mode in ("nearest", "nearest-exact") and input.device.type == "cpu":
         # Every dim's source positions, then one gather pass over the output (in the input's dtype).
-        idx = [list(range(L)) if O == L and sc in (None, 1.0) else
-               [i[0] for i in _taps(mode, L, O, (L / O) if sc is None else 1.0 / sc, ac)[0]]
+        idx = [list(range(L)) if O == L and sc in (None, 1.0) else [i[0] for i in _taps(mode, L, O, _scale(L, O, sc), ac)[0]]
                for L, O, sc in zip(spatial, out, scales)]
         return _C.resample_nearest(input.contiguous(), idx)
     x = input
@@ -382,7 +386,7 @@ def _interpolate(input, size=None, scale_factor=None, mode="nearest", align_corn
         L, O = spatial[i], out[i]
         if O == L and scales[i] in (None, 1.0) and mode != "bicubic":
             continue
-        scale = (L / O) if scales[i] is None else 1.0 / scales[i]
+        scale = _scale(L, O, scales[i])
         if ac and antialias:
             scale = (L - 1) / (O - 1) if O > 1 else 0.0
         if x.dtype != _C.float64 or antialias:
