@@ -315,12 +315,12 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     return _interpolate(input, size, scale_factor, mode, align_corners, recompute_scale_factor, antialias)
 
 
-@opmath
 def _scale(L, O, scale_factor):
     """Input positions per output position along an axis: from the sizes, or the given factor."""
     return (L / O) if scale_factor is None else 1.0 / scale_factor
 
 
+@opmath
 def _interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None, recompute_scale_factor=None,
                  antialias=False):
     """torch's F.interpolate for nearest, nearest-exact, (bi/tri)linear, bicubic and area, with size
