@@ -365,7 +365,8 @@ pub fn resample_nearest(input: &PyTensor, index: Vec<Vec<usize>>) -> PyResult<Py
         return Err(runtime_err("resample_nearest: index out of range"));
     }
     if !crate::device::cpu_kernels(&input.t) {
-        let mut x = input.t.clone();
+        // (the device gathers read contiguous tensors)
+        let mut x = input.t.contiguous().py()?;
         for (i, ix) in index.iter().enumerate().rev() {
             let taps: Vec<Vec<usize>> = ix.iter().map(|&j| vec![j]).collect();
             x = dev::resample(&x, 2 + i, &taps, &vec![vec![1.0f32]; ix.len()])?;
@@ -389,7 +390,7 @@ pub fn resample_nearest(input: &PyTensor, index: Vec<Vec<usize>>) -> PyResult<Py
             row
         })
         .collect();
-    let x = crate::tensor::copy_contiguous(&input.t)?;
+    let x = if input.t.is_contiguous() { input.t.clone() } else { crate::tensor::copy_contiguous(&input.t)? };
     let out = crate::tensor::with_dtype!(x.dtype(), T => {
         let (storage, layout) = x.storage_and_layout();
         let candle_core::Storage::Cpu(cpu) = &*storage else { return Err(runtime_err("expected a CPU tensor")) };

@@ -266,6 +266,12 @@ fn tensor_arg<'py>(ob: &Bound<'py, PyAny>, what: &str) -> PyResult<PyRef<'py, Py
         .map_err(Into::into)
 }
 
+/// scatter's `src` (a tensor) or `value` (a number), whichever was given.
+fn scatter_source<'py>(src: Option<&Bound<'py, PyAny>>, value: Option<&Bound<'py, PyAny>>) -> PyResult<super::Arg<'py>> {
+    let s = src.or(value).ok_or_else(|| type_err("scatter() missing argument 'src' or 'value'"))?;
+    operand_arg(s, "scatter(): src")
+}
+
 /// Sorted order of one row: (values, original positions), stable, NaN last (first if descending).
 fn sort_row<T: Key>(row: &[T], descending: bool) -> Vec<usize> {
     let mut idx: Vec<usize> = (0..row.len()).collect();
@@ -287,15 +293,11 @@ impl PyTensor {
 
     #[pyo3(signature = (dim, index, src=None, value=None, *, reduce=None))]
     fn scatter(&self, dim: i64, index: &PyTensor, src: Option<&Bound<'_, PyAny>>, value: Option<&Bound<'_, PyAny>>, reduce: Option<&str>) -> PyResult<PyTensor> {
-        let s = src.or(value).ok_or_else(|| type_err("scatter() missing argument 'src' or 'value'"))?;
-        let s = operand_arg(s, "scatter(): src")?;
-        self.scatter_impl(dim, index, s.op(), reduce)
+        self.scatter_impl(dim, index, scatter_source(src, value)?.op(), reduce)
     }
     #[pyo3(signature = (dim, index, src=None, value=None, *, reduce=None))]
     fn scatter_<'py>(slf: PyRef<'py, Self>, dim: i64, index: &PyTensor, src: Option<&Bound<'_, PyAny>>, value: Option<&Bound<'_, PyAny>>, reduce: Option<&str>) -> PyResult<PyRef<'py, Self>> {
-        let s = src.or(value).ok_or_else(|| type_err("scatter() missing argument 'src' or 'value'"))?;
-        let s = operand_arg(s, "scatter(): src")?;
-        slf.scatter_into(dim, index, s.op(), reduce)?;
+        slf.scatter_into(dim, index, scatter_source(src, value)?.op(), reduce)?;
         Ok(slf)
     }
     fn scatter_add(&self, dim: i64, index: &PyTensor, src: &PyTensor) -> PyResult<PyTensor> {

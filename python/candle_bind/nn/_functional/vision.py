@@ -379,7 +379,7 @@ def _interpolate(input, size=None, scale_factor=None, mode="nearest", align_corn
         # Every dim's source positions, then one gather pass over the output (in the input's dtype).
         idx = [list(range(L)) if O == L and sc in (None, 1.0) else [i[0] for i in _taps(mode, L, O, _scale(L, O, sc), ac)[0]]
                for L, O, sc in zip(spatial, out, scales)]
-        return _C.resample_nearest(input.contiguous(), idx)
+        return _C.resample_nearest(input, idx)
     x = input
     for i in reversed(range(n)):  # the last dim first: its gather pass then runs on the smaller tensor
         d = 2 + i
