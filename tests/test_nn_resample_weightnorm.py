@@ -133,3 +133,14 @@ def test_pad_circular_negative_and_embedding_bag_negative_padding_idx():
     for mode in ("sum", "mean", "max"):
         ref = torch.nn.functional.embedding_bag(idx, w, offsets, mode=mode, padding_idx=-1)
         assert_same(F.embedding_bag(to_cb(idx), to_cb(w), to_cb(offsets), mode=mode, padding_idx=-1), ref, atol=1e-6)
+
+
+def test_resample_nearest_rejects_bad_arguments():
+    """The native one-pass gather checks its arguments: a Python exception, never a crash."""
+    from candle_bind import _C
+    x = cb.ones(1, 1, 3)
+    for index in ([], [[0], [0]], [[3]], [[0, 5, 1]]):
+        with pytest.raises(RuntimeError, match="resample_nearest"):
+            _C.resample_nearest(x, index)
+    assert tuple(_C.resample_nearest(x, [[]]).shape) == (1, 1, 0)
+    assert tuple(_C.resample_nearest(cb.ones(0, 1, 3), [[0, 1]]).shape) == (0, 1, 2)
