@@ -30,8 +30,8 @@ def test_quantize_and_matmul(dtype, tol):
     assert rel < 0.05
 
 
-@pytest.mark.parametrize("dtype", ["Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q4K", "Q6K"])
-@pytest.mark.parametrize("k,n", [(96, 22), (288, 35), (512, 64)])
+@pytest.mark.parametrize("dtype", ["Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4K", "Q6K"])
+@pytest.mark.parametrize("k,n", [(96, 22), (288, 35), (96, 48), (512, 64)])
 def test_quantized_matmul_rows_do_not_depend_on_their_neighbours(dtype, k, n):
     """Batched generation relies on it: each row of a quantized matmul is bitwise the same computed
     alone or among others (odd block counts, column tails, row tiles of 1 to 33 rows)."""

@@ -47,7 +47,9 @@ pub(crate) struct TileQ4_1 {
 
 /// candle-bind's patch: one 32-value block of 16 Q5_0/Q5_1 weight rows: the low nibbles as
 /// `TileQ4_1` lays them out, the fifth bits as byte masks over those 64-byte vectors: `qh[2g]` bit
-/// 4r+j is value 8g+j's of row r, `qh[2g + 1]` value 8g+j+4's (j < 4).
+/// 4r+j is value 8g+j's of row r, `qh[2g + 1]` value 8g+j+4's (j < 4). Where the AVX2 kernel runs
+/// (`wide()` false) the same 64 bytes are laid out for it instead: byte 32·(r/8) + 4·(r%8) + j
+/// holds value v's fifth bit (j = v % 4) as its bit v/4, so one shift and mask give a vector's.
 #[repr(C)]
 pub(crate) struct TileQ5 {
     pub(crate) d: [f16; TILE_N],
@@ -138,6 +140,86 @@ impl ActTile for TileQ5 {
     }
 }
 
+/// candle-bind's patch: an `ActTile` as the AVX2 kernel (`kernels256::rows`) reads it, 8 weight rows
+/// (half `h` of the tile) at a time. AVX2 has no `vpdpbusd`: `vpmaddubsw` multiplies unsigned bytes
+/// by signed ones into i16 pair sums, which `vpmaddwd` by ones widens to i32. Those i16 sums are
+/// exact while they stay below 2^15, which bounds how many of them may be added before widening.
+pub(crate) trait ActTile256: ActTile {
+    /// Groups of 8 values (two `vpmaddubsw`) whose products may be summed in i16 before widening,
+    /// a divisor of 4; 0: none (every pair widened at once). Activations are within ±127, so a lane
+    /// of g groups holds 4g products: Q4 4 groups (16·15·127 = 30480), Q5 2 (8·31·127 = 31496).
+    const I16_GROUPS: usize;
+    /// The weights are signed bytes (Q8_0): `vpmaddubsw` gets their magnitudes, and the activation
+    /// takes their signs (|w|·a·sign(w), pairs at most 2·128·127 = 32512).
+    const SIGNED: bool;
+    /// Values 8g..8g+4 and 8g+4..8g+8 of rows 8h..8h+8, each as [row][4 bytes].
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn pair256(&self, g: usize, h: usize) -> (core::arch::x86_64::__m256i, core::arch::x86_64::__m256i);
+}
+
+/// Half h of group g's low and high nibbles of a nibble tile's `qs` (see `nibbles`).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn nibbles256(qs: &[u8; QK4_1 / 2 * TILE_N], g: usize, h: usize) -> (core::arch::x86_64::__m256i, core::arch::x86_64::__m256i) {
+    use core::arch::x86_64::*;
+    let low = _mm256_set1_epi8(0xF);
+    let w = _mm256_loadu_si256(qs.as_ptr().add(g * TILE_N * 4 + h * 32) as *const _);
+    (_mm256_and_si256(w, low), _mm256_and_si256(_mm256_srli_epi16(w, 4), low))
+}
+
+impl ActTile256 for TileQ8_0 {
+    const I16_GROUPS: usize = 0;
+    const SIGNED: bool = true;
+    /// The stored +128 bytes back to signed ones.
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    unsafe fn pair256(&self, g: usize, h: usize) -> (core::arch::x86_64::__m256i, core::arch::x86_64::__m256i) {
+        use core::arch::x86_64::*;
+        let flip = _mm256_set1_epi8(-128);
+        let at = |j: usize| _mm256_xor_si256(_mm256_loadu_si256(self.qs.as_ptr().add(j * TILE_N * 4 + h * 32) as *const _), flip);
+        (at(2 * g), at(2 * g + 1))
+    }
+}
+
+impl ActTile256 for TileQ4_1 {
+    const I16_GROUPS: usize = 4;
+    const SIGNED: bool = false;
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    unsafe fn pair256(&self, g: usize, h: usize) -> (core::arch::x86_64::__m256i, core::arch::x86_64::__m256i) {
+        nibbles256(&self.qs, g, h)
+    }
+}
+
+impl ActTile256 for TileQ5 {
+    const I16_GROUPS: usize = 2;
+    const SIGNED: bool = false;
+    /// The nibbles with their fifth bits, from `qh`'s AVX2 layout: vector 2g's are bit 2g of each
+    /// byte of the half, vector 2g + 1's bit 2g + 1, moved to bit 4 (16-bit shifts carry no bit
+    /// across a byte into bit 4 of the next).
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    unsafe fn pair256(&self, g: usize, h: usize) -> (core::arch::x86_64::__m256i, core::arch::x86_64::__m256i) {
+        use core::arch::x86_64::*;
+        let qh = _mm256_loadu_si256((self.qh.as_ptr() as *const u8).add(32 * h) as *const _);
+        let fifth = |k: usize| {
+            let v = match k {
+                0 => _mm256_slli_epi16(qh, 4),
+                1 => _mm256_slli_epi16(qh, 3),
+                2 => _mm256_slli_epi16(qh, 2),
+                3 => _mm256_slli_epi16(qh, 1),
+                4 => qh,
+                5 => _mm256_srli_epi16(qh, 1),
+                6 => _mm256_srli_epi16(qh, 2),
+                _ => _mm256_srli_epi16(qh, 3),
+            };
+            _mm256_and_si256(v, _mm256_set1_epi8(0x10))
+        };
+        let (l, hi) = nibbles256(&self.qs, g, h);
+        (_mm256_or_si256(l, fifth(2 * g)), _mm256_or_si256(hi, fifth(2 * g + 1)))
+    }
+}
+
 pub(crate) fn select(dtype: super::GgmlDType, m: usize, n: usize, k: usize) -> bool {
     use super::GgmlDType as D;
     let Some(lv) = level() else {
@@ -158,13 +240,13 @@ pub(crate) fn select(dtype: super::GgmlDType, m: usize, n: usize, k: usize) -> b
     }
 }
 
-/// candle-bind's patch: Q8_0, Q4_0/Q4_1 and Q5_0/Q5_1 weights on 512-bit tiles against Q8_0
+/// candle-bind's patch: Q8_0, Q4_0/Q4_1 and Q5_0/Q5_1 weights on tiles (512-bit VNNI, or AVX2) against Q8_0
 /// activations (a scale per 32 values, as ggml quantizes them for these weights) instead of Q8K
 /// (one per 256): any `k` of whole blocks, and the activations' precision of llama.cpp's.
 pub(crate) fn select_q8_act(dtype: super::GgmlDType, n: usize, k: usize) -> bool {
     use super::GgmlDType as D;
     matches!(dtype, D::Q8_0 | D::Q4_0 | D::Q4_1 | D::Q5_0 | D::Q5_1)
-        && level() == Some(X86Level::Avx512Vnni)
+        && level().is_some()
         && simd_quantize()
         && k > 0
         && k.is_multiple_of(QK8_0)
@@ -439,12 +521,13 @@ pub(crate) fn dequantize_row(packed: &PackedX86, r: usize, k: usize, out: &mut [
             true
         }
         PackedX86::Q5_0(tiles) | PackedX86::Q5_1(tiles) => {
-            let signed = matches!(packed, PackedX86::Q5_0(_));
+            let (signed, wide) = (matches!(packed, PackedX86::Q5_0(_)), wide());
             for (b, ys) in out.chunks_exact_mut(QK4_1).enumerate().take(kb) {
                 let tile = &tiles[t * kb + b];
                 let (d, m) = (tile.d[lane].to_f32(), tile.m[lane].to_f32());
                 for (v, y) in ys.iter_mut().enumerate() {
-                    let high = (tile.qh[2 * (v / 8) + (v % 8) / 4] >> (4 * lane + v % 4)) & 1;
+                    let (word, bit) = fifth_bit_at(wide, lane, v);
+                    let high = (tile.qh[word] >> bit) & 1;
                     let q = (nibble(&tile.qs, lane, v) | (high as u8) << 4) as i32;
                     *y = if signed { (q - 16) as f32 * d } else { q as f32 * d + m };
                 }
@@ -518,6 +601,22 @@ fn pack_q4(n: usize, k: usize, blk: impl Fn(usize) -> (f16, f16, [u8; QK4_1 / 2]
     out
 }
 
+/// Whether the Q8_0-activation tiles run the 512-bit VNNI kernel (else the AVX2 one).
+fn wide() -> bool {
+    level() == Some(X86Level::Avx512Vnni)
+}
+
+/// Where `TileQ5::qh` keeps value v's fifth bit of row r: (u64 index, bit), in the VNNI layout
+/// (`wide`) or the AVX2 one.
+fn fifth_bit_at(wide: bool, r: usize, v: usize) -> (usize, usize) {
+    if wide {
+        (2 * (v / 8) + (v % 8) / 4, 4 * r + v % 4)
+    } else {
+        let byte = 32 * (r / 8) + 4 * (r % 8) + v % 4;
+        (byte / 8, 8 * (byte % 8) + v / 4)
+    }
+}
+
 /// candle-bind's patch: Q5_0 / Q5_1 blocks, given as (d, m, qh, qs) by block index, as `TileQ5`s.
 fn pack_q5(n: usize, k: usize, blk: impl Fn(usize) -> (f16, f16, [u8; 4], [u8; QK4_1 / 2])) -> Vec<TileQ5> {
     let kb = k / QK4_1;
@@ -528,12 +627,13 @@ fn pack_q5(n: usize, k: usize, blk: impl Fn(usize) -> (f16, f16, [u8; 4], [u8; Q
             let rows: [_; TILE_N] = std::array::from_fn(|r| blk((t * TILE_N + r) * kb + b));
             // Value v: the low nibble of qs[v] (v < 16) or qs[v - 16] >> 4; its fifth bit is qh's bit v.
             let qs = pack_nibbles(|r, v| if v < 16 { rows[r].3[v] & 0xF } else { rows[r].3[v - 16] >> 4 });
-            let mut qh = [0u64; 8];
+            let (mut qh, wide) = ([0u64; 8], wide());
             for (r, row) in rows.iter().enumerate() {
                 let bits = u32::from_le_bytes(row.2);
                 for v in 0..32 {
                     if bits >> v & 1 == 1 {
-                        qh[2 * (v / 8) + (v % 8) / 4] |= 1 << (4 * r + v % 4);
+                        let (word, bit) = fifth_bit_at(wide, r, v);
+                        qh[word] |= 1 << bit;
                     }
                 }
             }
@@ -908,21 +1008,63 @@ unsafe fn matmul_unit_q8_512(
     }
 }
 
+// candle-bind's patch: `matmul_unit_q8_512` for AVX2 (up to `kernels256::ROWS_MT` rows).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma,f16c")]
+#[allow(clippy::too_many_arguments)]
+unsafe fn matmul_unit_q8_256(
+    packed: &PackedX86,
+    acts: &[ActQ8_0],
+    kb: usize,
+    nt: usize,
+    m0: usize,
+    mt: usize,
+    dst_ptr: *mut f32,
+    n: usize,
+) {
+    unsafe fn run<T: ActTile256, const OFF: i32>(tiles: &[T], acts: *const ActQ8_0, kb: usize, out: *mut f32, n: usize, mt: usize) {
+        let a = |m: usize| acts.add(m * kb);
+        let o = |m: usize| out.add(m * n);
+        let t = tiles.as_ptr();
+        match mt {
+            1 => kernels256::rows::<T, OFF, 1>(t, [a(0)], kb, [o(0)]),
+            2 => kernels256::rows::<T, OFF, 2>(t, std::array::from_fn(a), kb, std::array::from_fn(o)),
+            3 => kernels256::rows::<T, OFF, 3>(t, std::array::from_fn(a), kb, std::array::from_fn(o)),
+            _ => kernels256::rows::<T, OFF, 4>(t, std::array::from_fn(a), kb, std::array::from_fn(o)),
+        }
+    }
+    let (a, out) = (acts.as_ptr().add(m0 * kb), dst_ptr.add(m0 * n + nt * TILE_N));
+    match packed {
+        PackedX86::Q8_0(t) => run::<_, 128>(&t[nt * kb..][..kb], a, kb, out, n, mt),
+        PackedX86::Q4_0(t) => run::<_, 8>(&t[nt * kb..][..kb], a, kb, out, n, mt),
+        PackedX86::Q4_1(t) => run::<_, 0>(&t[nt * kb..][..kb], a, kb, out, n, mt),
+        PackedX86::Q5_0(t) => run::<_, 16>(&t[nt * kb..][..kb], a, kb, out, n, mt),
+        PackedX86::Q5_1(t) => run::<_, 0>(&t[nt * kb..][..kb], a, kb, out, n, mt),
+        _ => unreachable!("select_q8_act() gates the dtype"),
+    }
+}
+
 /// candle-bind's patch: the matmul over the tiles that take Q8_0 activations (`select_q8_act`).
 /// A row's result goes through the same operations whichever rows come with it.
 pub(crate) fn matmul_tiles_q8(packed: &PackedX86, acts: &[ActQ8_0], m: usize, k: usize, n: usize, dst: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
     {
         let kb = k / QK8_0;
-        let mt = kernels::ROWS_MT;
+        let wide = wide();
+        let mt = if wide { kernels::ROWS_MT } else { kernels256::ROWS_MT };
         let m_units = m.div_ceil(mt);
         let dst_ptr = dst.as_mut_ptr() as usize;
         crate::utils::barrier_pool().execute_chunked((n / TILE_N) * m_units, |range| {
             for unit in range {
                 let (nt, m0) = (unit / m_units, (unit % m_units) * mt);
+                let (mt, dst_ptr) = ((m - m0).min(mt), dst_ptr as *mut f32);
                 // SAFETY: select_q8_act checked the CPU; each unit writes its own tile of dst.
                 unsafe {
-                    matmul_unit_q8_512(packed, acts, kb, nt, m0, (m - m0).min(mt), dst_ptr as *mut f32, n)
+                    if wide {
+                        matmul_unit_q8_512(packed, acts, kb, nt, m0, mt, dst_ptr, n)
+                    } else {
+                        matmul_unit_q8_256(packed, acts, kb, nt, m0, mt, dst_ptr, n)
+                    }
                 };
             }
         });
@@ -1554,6 +1696,76 @@ mod kernels256 {
     }
     q6k_tile_256!(q6k_tile_avxvnni, dp_vnni, "avx2,avxvnni,fma");
     q6k_tile_256!(q6k_tile_avx2, dp_avx2, "avx2,fma");
+
+    /// candle-bind's patch: rows per unit of the AVX2 Q8_0-activation kernel (`rows`): 16 ymm
+    /// registers hold 4 rows' two halves of f32 sums beside the weights and products.
+    pub(crate) const ROWS_MT: usize = 4;
+
+    // candle-bind's patch: `kernels::rows` for AVX2 (`ActTile256`): MT (1-4) activation rows
+    // against one 16-row column of tiles, each tile's half unpacked once for all MT rows. Per
+    // block, half and row, the integer dot product (`vpmaddubsw`, summed in i16 as far as
+    // `T::I16_GROUPS` allows, widened by `vpmaddwd`) equals the VNNI kernel's, and the float steps
+    // are the same: d_w·d_a·(Σ - OFF·Σq_a) (Q8_0's signed weights: d_w·d_a·Σ), or with OFF 0
+    // d_w·d_a·Σ + m_w·d_a·Σq_a, added into the row's sums block after block. A row goes through
+    // the same operations whatever MT is.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub(crate) unsafe fn rows<T: ActTile256, const OFF: i32, const MT: usize>(
+        t: *const T,
+        a: [*const ActQ8_0; MT],
+        kb: usize,
+        out: [*mut f32; MT],
+    ) {
+        let ones = _mm256_set1_epi16(1);
+        // Both halves of a tile per block (one pass over the weights: going over k once per half
+        // read them twice and made a decoded row 15% slower).
+        let mut acc = [[_mm256_setzero_ps(); 2]; MT];
+        for b in 0..kb {
+            let tile = &*t.add(b);
+            super::kernels::prefetch_ahead(t.wrapping_add(b));
+            let acts: [&ActQ8_0; MT] = std::array::from_fn(|m| &*a[m].add(b));
+            for h in 0..2 {
+                let mut q = [_mm256_setzero_si256(); MT];
+                let mut q16 = [_mm256_setzero_si256(); MT];
+                for g in 0..4 {
+                    let (we, wo) = tile.pair256(g, h);
+                    let (ue, uo) = if T::SIGNED { (_mm256_abs_epi8(we), _mm256_abs_epi8(wo)) } else { (we, wo) };
+                    for m in 0..MT {
+                        let (mut ae, mut ao) = (bcast4_256(&acts[m].qs, 8 * g), bcast4_256(&acts[m].qs, 8 * g + 4));
+                        if T::SIGNED {
+                            (ae, ao) = (_mm256_sign_epi8(ae, we), _mm256_sign_epi8(ao, wo));
+                        }
+                        let (pe, po) = (_mm256_maddubs_epi16(ue, ae), _mm256_maddubs_epi16(uo, ao));
+                        if T::I16_GROUPS == 0 {
+                            let pair = _mm256_add_epi32(_mm256_madd_epi16(pe, ones), _mm256_madd_epi16(po, ones));
+                            q[m] = _mm256_add_epi32(q[m], pair);
+                        } else {
+                            q16[m] = _mm256_add_epi16(q16[m], _mm256_add_epi16(pe, po));
+                            if (g + 1) % T::I16_GROUPS == 0 {
+                                q[m] = _mm256_add_epi32(q[m], _mm256_madd_epi16(q16[m], ones));
+                                q16[m] = _mm256_setzero_si256();
+                            }
+                        }
+                    }
+                }
+                let dw = _mm256_cvtph_ps(_mm_loadu_si128(tile.d().as_ptr().add(8 * h) as *const _));
+                for m in 0..MT {
+                    let da = _mm256_set1_ps(acts[m].d);
+                    if OFF != 0 {
+                        let q = if T::SIGNED { q[m] } else { _mm256_sub_epi32(q[m], _mm256_set1_epi32(OFF * acts[m].sum)) };
+                        acc[m][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(q), _mm256_mul_ps(dw, da), acc[m][h]);
+                    } else {
+                        let mw = _mm256_cvtph_ps(_mm_loadu_si128(tile.m().as_ptr().add(8 * h) as *const _));
+                        let r = _mm256_fmadd_ps(_mm256_cvtepi32_ps(q[m]), _mm256_mul_ps(dw, da), acc[m][h]);
+                        acc[m][h] = _mm256_fmadd_ps(mw, _mm256_set1_ps(acts[m].dsum), r);
+                    }
+                }
+            }
+        }
+        for m in 0..MT {
+            _mm256_storeu_ps(out[m], acc[m][0]);
+            _mm256_storeu_ps(out[m].add(8), acc[m][1]);
+        }
+    }
 
     // q8_0 needs true dpbusd (u8 range overflows maddubs' i16 pairs), so vnni only.
     #[target_feature(enable = "avx2,avxvnni,fma")]
