@@ -1594,13 +1594,6 @@ mod kernels256 {
         _mm256_dpbusd_avx_epi32(acc, w_u8, a_i8)
     }
 
-    // dpbusd stand-in for pure AVX2: maddubs (u8 x i8 -> i16 pairs) then madd against ones.
-    #[target_feature(enable = "avx2")]
-    unsafe fn dp_avx2(acc: __m256i, w_u8: __m256i, a_i8: __m256i) -> __m256i {
-        let prod16 = _mm256_maddubs_epi16(w_u8, a_i8);
-        _mm256_add_epi32(acc, _mm256_madd_epi16(prod16, _mm256_set1_epi16(1)))
-    }
-
     macro_rules! q4k_tile_256 {
         ($fname:ident, $dp:path, $feat:literal) => {
             #[target_feature(enable = $feat)]
@@ -1650,7 +1643,42 @@ mod kernels256 {
         };
     }
     q4k_tile_256!(q4k_tile_avxvnni, dp_vnni, "avx2,avxvnni,fma");
-    q4k_tile_256!(q4k_tile_avx2, dp_avx2, "avx2,fma");
+
+    // candle-bind's patch: q4k on pure AVX2 with a subblock's `vpmaddubsw` pairs summed in i16 and
+    // widened once (16 products of 15·128 a lane: exact), instead of a `vpmaddwd` and an add after
+    // each; the same integer sums, so the same results.
+    #[target_feature(enable = "avx2,fma")]
+    pub(crate) unsafe fn q4k_tile_avx2(tile: &TileQ4K, acts: &[&BlockQ8K], acc: &mut [[__m256; 2]]) {
+        let (mask, ones) = (_mm256_set1_epi8(0x0F_u8 as i8), _mm256_set1_epi16(1));
+        for sub in 0..8 {
+            let mut isum = [[_mm256_setzero_si256(); 2]; MAX_MT];
+            for g4 in 0..4 {
+                let g = sub * 4 + g4;
+                for h in 0..2 {
+                    let w = _mm256_loadu_si256(tile.qs.as_ptr().add(g * TILE_N * 4 + h * 32) as *const _);
+                    let lo = _mm256_and_si256(w, mask);
+                    let hi = _mm256_and_si256(_mm256_srli_epi16(w, 4), mask);
+                    for (m, act) in acts.iter().enumerate() {
+                        let a_lo = bcast4_256(&act.qs, sub * 32 + g4 * 8);
+                        let a_hi = bcast4_256(&act.qs, sub * 32 + g4 * 8 + 4);
+                        let p = _mm256_add_epi16(_mm256_maddubs_epi16(lo, a_lo), _mm256_maddubs_epi16(hi, a_hi));
+                        isum[m][h] = _mm256_add_epi16(isum[m][h], p);
+                    }
+                }
+            }
+            for h in 0..2 {
+                let scale = _mm256_loadu_ps(tile.scales[sub].as_ptr().add(h * 8));
+                let min = _mm256_loadu_ps(tile.mins[sub].as_ptr().add(h * 8));
+                for (m, act) in acts.iter().enumerate() {
+                    let dall = act.d;
+                    let f = _mm256_cvtepi32_ps(_mm256_madd_epi16(isum[m][h], ones));
+                    acc[m][h] = _mm256_fmadd_ps(f, _mm256_mul_ps(scale, _mm256_set1_ps(dall)), acc[m][h]);
+                    let bsum = (act.bsums[sub * 2] as i32 + act.bsums[sub * 2 + 1] as i32) as f32;
+                    acc[m][h] = _mm256_fnmadd_ps(min, _mm256_set1_ps(dall * bsum), acc[m][h]);
+                }
+            }
+        }
+    }
 
     macro_rules! q6k_tile_256 {
         ($fname:ident, $dp:path, $feat:literal) => {
@@ -1695,7 +1723,39 @@ mod kernels256 {
         };
     }
     q6k_tile_256!(q6k_tile_avxvnni, dp_vnni, "avx2,avxvnni,fma");
-    q6k_tile_256!(q6k_tile_avx2, dp_avx2, "avx2,fma");
+
+    // candle-bind's patch: q6k on pure AVX2 with two `vpmaddubsw` results summed in i16 before
+    // each widening (4 products of 63·128 a lane: exact); the same integer sums as before.
+    #[target_feature(enable = "avx2,fma")]
+    pub(crate) unsafe fn q6k_tile_avx2(tile: &TileQ6K, acts: &[&BlockQ8K], acc: &mut [[__m256; 2]]) {
+        let ones = _mm256_set1_epi16(1);
+        for sub in 0..16 {
+            let mut isum = [[_mm256_setzero_si256(); 2]; MAX_MT];
+            for g2 in 0..2 {
+                for h in 0..2 {
+                    let at = |g4: usize| {
+                        _mm256_loadu_si256(tile.qs.as_ptr().add((sub * 4 + g4) * TILE_N * 4 + h * 32) as *const _)
+                    };
+                    let (w0, w1) = (at(2 * g2), at(2 * g2 + 1));
+                    for (m, act) in acts.iter().enumerate() {
+                        let a0 = bcast4_256(&act.qs, sub * 16 + g2 * 8);
+                        let a1 = bcast4_256(&act.qs, sub * 16 + g2 * 8 + 4);
+                        let p = _mm256_add_epi16(_mm256_maddubs_epi16(w0, a0), _mm256_maddubs_epi16(w1, a1));
+                        isum[m][h] = _mm256_add_epi32(isum[m][h], _mm256_madd_epi16(p, ones));
+                    }
+                }
+            }
+            for h in 0..2 {
+                let scale = _mm256_loadu_ps(tile.scales[sub].as_ptr().add(h * 8));
+                for (m, act) in acts.iter().enumerate() {
+                    let dall = act.d;
+                    let bsum = act.bsums[sub] as f32;
+                    let f = _mm256_sub_ps(_mm256_cvtepi32_ps(isum[m][h]), _mm256_set1_ps(32.0 * bsum));
+                    acc[m][h] = _mm256_fmadd_ps(f, _mm256_mul_ps(scale, _mm256_set1_ps(dall)), acc[m][h]);
+                }
+            }
+        }
+    }
 
     /// candle-bind's patch: rows per unit of the AVX2 Q8_0-activation kernel (`rows`): 16 ymm
     /// registers hold 4 rows' two halves of f32 sums beside the weights and products.
