@@ -3,6 +3,8 @@
 //! Activations are BlockQ8K rows; q4k/q6k quants are unsigned so vpdpbusd applies
 //! directly with the min/offset terms corrected through the q8k bsums, and q8_0
 //! weights are stored offset by +128 with the same correction.
+//! candle-bind's patch: CPUs with AVX2 and no AVX512-VNNI run the same tiles 8 columns at a time on
+//! `vpmaddubsw` (`kernels256`), the Q8_0-activation ones through `ActTile256`.
 
 use super::k_quants::{
     BlockQ4K, BlockQ4_0, BlockQ4_1, BlockQ5_0, BlockQ5_1, BlockQ6K, BlockQ8K, BlockQ8_0, QK4_1, QK8_0, QK_K,
