@@ -843,14 +843,16 @@ def test_packed_weights_match_the_blocks_path(tmp_path, qtype):
             env = dict(os.environ, CANDLE_BIND_ISA=isa) if isa else dict(os.environ)
             subprocess.run([sys.executable, "-c", code, str(path), str(out)], env=env, check=True)
             outs.append(np.load(out))
-        np.testing.assert_allclose(outs[0], outs[1], rtol=1e-4, atol=1e-4, err_msg=str(names))
-        if qtype in ("Q4_1", "Q5_1"):
-            # Candle's blocks take Q8_1 activations there, their sums rounded to f16 (as llama.cpp's):
-            # the tiles keep them exact, so the chained 8-bit roundings part a little.
-            assert (outs[0].argmax(-1) == outs[2].argmax(-1)).all()
-            assert min(np.corrcoef(a, b)[0, 1] for a, b in zip(outs[0], outs[2])) > 0.999
-        else:
-            np.testing.assert_allclose(outs[0], outs[2], rtol=1e-4, atol=1e-4, err_msg=str(names))
+        # The native run is on the blocks too where the whole suite is capped (CANDLE_BIND_ISA=portable).
+        native_blocks = os.environ.get("CANDLE_BIND_ISA", "").strip().lower() in ("portable", "default")
+        for other, blocks in ((outs[1], native_blocks), (outs[2], not native_blocks)):
+            if blocks and qtype in ("Q4_1", "Q5_1"):
+                # Candle's blocks take Q8_1 activations there, their sums rounded to f16 (as
+                # llama.cpp's): the tiles keep them exact, so the chained 8-bit roundings part a little.
+                assert (outs[0].argmax(-1) == other.argmax(-1)).all()
+                assert min(np.corrcoef(a, b)[0, 1] for a, b in zip(outs[0], other)) > 0.999
+            else:
+                np.testing.assert_allclose(outs[0], other, rtol=1e-4, atol=1e-4, err_msg=str(names))
 
 
 @pytest.mark.parametrize("qtype", ["Q4K", "Q6K"])
