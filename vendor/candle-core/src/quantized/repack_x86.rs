@@ -970,11 +970,12 @@ unsafe fn matmul_unit_256(
     }
 }
 
-// candle-bind's patch: one (16-column tile, up to ROWS_MT rows) unit of the Q8_0-activation paths.
+// candle-bind's patch: one (16-column tile, up to `kernels::ROWS_MT` rows, or `kernels256::ROWS_MT`
+// on AVX2) unit of the Q8_0-activation paths: the tile type and offset picked once, then the
+// kernel of the level (`wide`) for the unit's row count.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512vnni,avx512bw")]
 #[allow(clippy::too_many_arguments)]
-unsafe fn matmul_unit_q8_512(
+unsafe fn matmul_unit_q8(
     packed: &PackedX86,
     acts: &[ActQ8_0],
     kb: usize,
@@ -983,65 +984,33 @@ unsafe fn matmul_unit_q8_512(
     mt: usize,
     dst_ptr: *mut f32,
     n: usize,
+    wide: bool,
 ) {
-    unsafe fn run<T: ActTile, const OFF: i32>(tiles: &[T], acts: *const ActQ8_0, kb: usize, out: *mut f32, n: usize, mt: usize) {
+    unsafe fn run<T: ActTile256, const OFF: i32>(tiles: &[T], acts: *const ActQ8_0, kb: usize, out: *mut f32, n: usize, mt: usize, wide: bool) {
         let a = |m: usize| acts.add(m * kb);
         let o = |m: usize| out.add(m * n);
         let t = tiles.as_ptr();
-        match mt {
-            1 => kernels::rows::<T, OFF, 1>(t, [a(0)], kb, [o(0)]),
-            2 => kernels::rows::<T, OFF, 2>(t, std::array::from_fn(a), kb, std::array::from_fn(o)),
-            3 => kernels::rows::<T, OFF, 3>(t, std::array::from_fn(a), kb, std::array::from_fn(o)),
-            4 => kernels::rows::<T, OFF, 4>(t, std::array::from_fn(a), kb, std::array::from_fn(o)),
-            5 => kernels::rows::<T, OFF, 5>(t, std::array::from_fn(a), kb, std::array::from_fn(o)),
-            6 => kernels::rows::<T, OFF, 6>(t, std::array::from_fn(a), kb, std::array::from_fn(o)),
-            7 => kernels::rows::<T, OFF, 7>(t, std::array::from_fn(a), kb, std::array::from_fn(o)),
-            _ => kernels::rows::<T, OFF, 8>(t, std::array::from_fn(a), kb, std::array::from_fn(o)),
+        macro_rules! rows {
+            ($kernels:ident, $($k:literal)*; $last:literal) => {
+                match mt {
+                    $($k => $kernels::rows::<T, OFF, $k>(t, std::array::from_fn(a), kb, std::array::from_fn(o)),)*
+                    _ => $kernels::rows::<T, OFF, $last>(t, std::array::from_fn(a), kb, std::array::from_fn(o)),
+                }
+            };
+        }
+        if wide {
+            rows!(kernels, 1 2 3 4 5 6 7; 8)
+        } else {
+            rows!(kernels256, 1 2 3; 4)
         }
     }
     let (a, out) = (acts.as_ptr().add(m0 * kb), dst_ptr.add(m0 * n + nt * TILE_N));
     match packed {
-        PackedX86::Q8_0(t) => run::<_, 128>(&t[nt * kb..][..kb], a, kb, out, n, mt),
-        PackedX86::Q4_0(t) => run::<_, 8>(&t[nt * kb..][..kb], a, kb, out, n, mt),
-        PackedX86::Q4_1(t) => run::<_, 0>(&t[nt * kb..][..kb], a, kb, out, n, mt),
-        PackedX86::Q5_0(t) => run::<_, 16>(&t[nt * kb..][..kb], a, kb, out, n, mt),
-        PackedX86::Q5_1(t) => run::<_, 0>(&t[nt * kb..][..kb], a, kb, out, n, mt),
-        _ => unreachable!("select_q8_act() gates the dtype"),
-    }
-}
-
-// candle-bind's patch: `matmul_unit_q8_512` for AVX2 (up to `kernels256::ROWS_MT` rows).
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma,f16c")]
-#[allow(clippy::too_many_arguments)]
-unsafe fn matmul_unit_q8_256(
-    packed: &PackedX86,
-    acts: &[ActQ8_0],
-    kb: usize,
-    nt: usize,
-    m0: usize,
-    mt: usize,
-    dst_ptr: *mut f32,
-    n: usize,
-) {
-    unsafe fn run<T: ActTile256, const OFF: i32>(tiles: &[T], acts: *const ActQ8_0, kb: usize, out: *mut f32, n: usize, mt: usize) {
-        let a = |m: usize| acts.add(m * kb);
-        let o = |m: usize| out.add(m * n);
-        let t = tiles.as_ptr();
-        match mt {
-            1 => kernels256::rows::<T, OFF, 1>(t, [a(0)], kb, [o(0)]),
-            2 => kernels256::rows::<T, OFF, 2>(t, std::array::from_fn(a), kb, std::array::from_fn(o)),
-            3 => kernels256::rows::<T, OFF, 3>(t, std::array::from_fn(a), kb, std::array::from_fn(o)),
-            _ => kernels256::rows::<T, OFF, 4>(t, std::array::from_fn(a), kb, std::array::from_fn(o)),
-        }
-    }
-    let (a, out) = (acts.as_ptr().add(m0 * kb), dst_ptr.add(m0 * n + nt * TILE_N));
-    match packed {
-        PackedX86::Q8_0(t) => run::<_, 128>(&t[nt * kb..][..kb], a, kb, out, n, mt),
-        PackedX86::Q4_0(t) => run::<_, 8>(&t[nt * kb..][..kb], a, kb, out, n, mt),
-        PackedX86::Q4_1(t) => run::<_, 0>(&t[nt * kb..][..kb], a, kb, out, n, mt),
-        PackedX86::Q5_0(t) => run::<_, 16>(&t[nt * kb..][..kb], a, kb, out, n, mt),
-        PackedX86::Q5_1(t) => run::<_, 0>(&t[nt * kb..][..kb], a, kb, out, n, mt),
+        PackedX86::Q8_0(t) => run::<_, 128>(&t[nt * kb..][..kb], a, kb, out, n, mt, wide),
+        PackedX86::Q4_0(t) => run::<_, 8>(&t[nt * kb..][..kb], a, kb, out, n, mt, wide),
+        PackedX86::Q4_1(t) => run::<_, 0>(&t[nt * kb..][..kb], a, kb, out, n, mt, wide),
+        PackedX86::Q5_0(t) => run::<_, 16>(&t[nt * kb..][..kb], a, kb, out, n, mt, wide),
+        PackedX86::Q5_1(t) => run::<_, 0>(&t[nt * kb..][..kb], a, kb, out, n, mt, wide),
         _ => unreachable!("select_q8_act() gates the dtype"),
     }
 }
@@ -1061,13 +1030,7 @@ pub(crate) fn matmul_tiles_q8(packed: &PackedX86, acts: &[ActQ8_0], m: usize, k:
                 let (nt, m0) = (unit / m_units, (unit % m_units) * mt);
                 let (mt, dst_ptr) = ((m - m0).min(mt), dst_ptr as *mut f32);
                 // SAFETY: select_q8_act checked the CPU; each unit writes its own tile of dst.
-                unsafe {
-                    if wide {
-                        matmul_unit_q8_512(packed, acts, kb, nt, m0, mt, dst_ptr, n)
-                    } else {
-                        matmul_unit_q8_256(packed, acts, kb, nt, m0, mt, dst_ptr, n)
-                    }
-                };
+                unsafe { matmul_unit_q8(packed, acts, kb, nt, m0, mt, dst_ptr, n, wide) };
             }
         });
     }
