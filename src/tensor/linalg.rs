@@ -13,8 +13,8 @@ use super::kernels::{multiversion, Half};
 const SERIAL_MACS: usize = 1 << 16;
 /// Work per thread below which splitting a product further costs more than it saves.
 const PART_MACS: usize = 1 << 17;
-/// From here on gemm's own threading (packing shared between threads) wins.
-const GEMM_PARALLEL_MACS: usize = 1 << 24;
+/// From here on a column-major result and one transpose beat gemm's row-major output.
+const COLUMN_MAJOR_MACS: usize = 1 << 24;
 /// Up to this many rows, `x @ W.T` is done as dot products.
 const DOT_ROWS: usize = 4;
 
@@ -269,10 +269,11 @@ fn f32_tiles(ta: &Tensor, tb: &Tensor, batch: &[usize]) -> bool {
     // B's columns must be rows of W contiguous in k (`x @ W.T`, read in place): those pack by 16×16
     // transposes; a row-major B packs element by element, slower than gemm's own packing.
     let w_rows = tb.layout().stride()[tb.rank() - 2] == 1;
-    // On Intel gemm's own kernels and cache blocking lead the tiles from 1024 rows and at long inner
-    // dims (measured on a Sapphire Rapids-class Xeon, 1 and 2 threads: 1024 rows of 768 into 3072
-    // 1.01-1.03 of torch against 1.10-1.35; of 3072 into 768, 1.06-1.23 against 1.40).
-    let gemm_leads = crate::isa::intel() && (m >= 1024 || (k > 2048 && m >= 256));
+    // On Intel gemm's own kernels and cache blocking lead the tiles from 1024 rows, at long inner
+    // dims and into few outputs (measured on a Sapphire Rapids-class Xeon, 1 and 2 threads: 1024
+    // rows of 768 into 3072 1.01-1.03 of torch against 1.10-1.35; of 3072 into 768, 1.06-1.23
+    // against 1.40; on an Emerald Rapids Xeon 784 rows of 768 into 192 0.99-1.04 against 1.38-1.46).
+    let gemm_leads = crate::isa::intel() && (m >= 1024 || (k > 2048 && m >= 256) || (n <= 256 && m >= 256));
     super::gemm16::f32_tiles_available() && w_rows && !gemm_leads && m > DOT_ROWS && k >= 16 && n >= 16 && nb * m * k * n >= SERIAL_MACS
 }
 
@@ -340,25 +341,31 @@ fn run<T: Elem + candle_core::WithDType>(ta: &Tensor, tb: &Tensor, batch: &[usiz
                 dot_rows(arow, b.data, b0 + c * cols * b.cs, b.cs, d)
             });
         }
-    } else if macs >= GEMM_PARALLEL_MACS && rows >= 64 && b.rs == 1 && b.cs != 1 && m < n && n <= k {
+    } else if macs >= COLUMN_MAJOR_MACS && rows >= 64 && b.rs == 1 && b.cs != 1 && m < n && n <= k {
         // `x @ W.T` with W read in place (B column-major), fewer rows than outputs, a long inner dim
-        // (an MLP's down projection): gemm writes a row-major result about 1.5x slower, and without
-        // scaling over threads, than a column-major one. Compute that and transpose it once (it is
-        // small next to W): 197x3072 @ 3072x768 from 15 to ~10 ms on one thread.
+        // (an MLP's down projection): gemm writes a row-major result about 1.5x slower than a
+        // column-major one. Compute that, W's rows split over our threads, and transpose it once
+        // (it is small next to W): 197x3072 @ 3072x768 from 15 to ~10 ms on one thread.
         let mut tmp = super::kernels::uninit_vec::<T>(m * n);
+        let step = n.div_ceil(threads).next_multiple_of(16);
         for bi in 0..nb {
             let (a0, b0) = (a.base(batch, bi), b.base(batch, bi));
-            // SAFETY: the offsets come from the operands' Candle layouts and tmp holds m·n elements,
-            // written column-major (element (i, j) at j·m + i).
-            unsafe {
-                gemm::gemm(
-                    m, n, k,
-                    tmp.as_mut_ptr(), m as isize, 1, false,
-                    a.data.as_ptr().add(a0), a.cs as isize, a.rs as isize,
-                    b.data.as_ptr().add(b0), b.cs as isize, b.rs as isize,
-                    T::default(), <T as Elem>::one(), false, false, false, gemm::Parallelism::Rayon(threads),
-                )
-            }
+            let t = Dst(tmp.as_mut_ptr());
+            crate::pool::for_each(n.div_ceil(step), &|c| {
+                let (j0, w) = (c * step, step.min(n - c * step));
+                // SAFETY: the offsets come from the operands' Candle layouts; tmp holds m·n elements
+                // written column-major (element (i, j) at j·m + i), and task c writes its own
+                // columns j0..j0 + w.
+                unsafe {
+                    gemm::gemm(
+                        m, w, k,
+                        t.get().add(j0 * m), m as isize, 1, false,
+                        a.data.as_ptr().add(a0), a.cs as isize, a.rs as isize,
+                        b.data.as_ptr().add(b0 + j0 * b.cs), b.cs as isize, b.rs as isize,
+                        T::default(), <T as Elem>::one(), false, false, false, gemm::Parallelism::None,
+                    )
+                }
+            });
             let rows_per_task = (1 << 14) / n.max(1) + 1;
             crate::pool::chunks_mut(&mut out[bi * m * n..(bi + 1) * m * n], rows_per_task * n, |c, d| {
                 for (r, row) in d.chunks_exact_mut(n).enumerate() {
@@ -367,24 +374,22 @@ fn run<T: Elem + candle_core::WithDType>(ta: &Tensor, tb: &Tensor, batch: &[usiz
                 }
             });
         }
-    } else if macs >= GEMM_PARALLEL_MACS && rows >= 64 {
-        // Big products: gemm's own threading (packing shared between threads) wins.
-        let dst = Dst(out.as_mut_ptr());
-        for bi in 0..nb {
-            gemm_block(&a, &b, batch, bi, 0..m, 0..n, k, dst, (m, n), gemm::Parallelism::Rayon(threads));
-        }
     } else {
-        // Everything else: one single-threaded gemm per block, blocks split over our threads
-        // (gemm's Rayon dispatch costs ~40 µs, more than these products take).
+        // One single-threaded gemm per block, the blocks split over our threads: gemm's Rayon
+        // dispatch costs ~40 µs, more than small products take, and on big ones its workers and
+        // ours spun against each other (a (3136,96)·(96,384) product on 2 threads took a thread's
+        // time). Each product is cut into rows (or columns when it has few) for the threads the
+        // batch leaves idle.
         let parts = (macs / PART_MACS).clamp(1, threads);
+        let pieces = parts.div_ceil(nb);
         let dst = Dst(out.as_mut_ptr());
-        let tasks: Vec<(usize, std::ops::Range<usize>, std::ops::Range<usize>)> = if nb >= parts {
+        let tasks: Vec<(usize, std::ops::Range<usize>, std::ops::Range<usize>)> = if pieces == 1 {
             (0..nb).map(|bi| (bi, 0..m, 0..n)).collect()
-        } else if m >= 8 * parts {
-            let step = m.div_ceil(parts);
+        } else if m >= 8 * pieces {
+            let step = m.div_ceil(pieces);
             (0..nb).flat_map(|bi| (0..m).step_by(step).map(move |i| (bi, i..(i + step).min(m), 0..n))).collect()
         } else {
-            let step = n.div_ceil(parts).next_multiple_of(16);
+            let step = n.div_ceil(pieces).next_multiple_of(16);
             (0..nb).flat_map(|bi| (0..n).step_by(step).map(move |j| (bi, 0..m, j..(j + step).min(n)))).collect()
         };
         let task = |(bi, r, c): &(usize, std::ops::Range<usize>, std::ops::Range<usize>)| {
