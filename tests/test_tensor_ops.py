@@ -303,14 +303,14 @@ def test_operand_type_errors():
 @pytest.mark.parametrize("m,k,n", [(1, 768, 300), (3, 128, 70), (2, 0, 3), (0, 4, 5), (64, 64, 64), (17, 300, 520),
                                    (70, 512, 600), (5, 1, 7), (100, 1200, 300), (197, 3072, 768), (700, 300, 70),
                                    (250, 2000, 40), (600, 1024, 100), (530, 1100, 45), (1030, 70, 50),
-                                   (1100, 96, 200), (300, 200, 100), (130, 2100, 200)])
+                                   (1100, 96, 200), (1040, 64, 1100), (300, 200, 100), (130, 2100, 200)])
 @pytest.mark.parametrize("layout", ["plain", "w_t", "a_t", "batched_bcast"])
 def test_matmul_paths(m, k, n, layout):
     """Every route of the CPU matmul: dot products for few rows against Wᵀ, split gemm, threaded gemm, and a
     column-major result transposed once (few rows against Wᵀ with a long inner dim); x @ Wᵀ with W read in
     place, in passes over x's rows (250 of 2000: three, the last one short), or packed for many rows (700 of
     300 and 600 of 1024: k in one slice, several row blocks; 530 of 1100: k in slices); 1030 and 1100 rows, and
-    300 rows into 100 outputs, go to gemm's own kernels on Intel, split by rows over the threads; 130 of 2100
+    300 rows into 100 outputs, go to gemm's own kernels on Intel, split by rows over the threads (1040 rows into 1100: by columns); 130 of 2100
     into 200: the column-major result with W's rows split over the threads, the last share short."""
     a, w = make((m, k), seed=31), make((n, k), seed=32)
     if layout == "plain":
