@@ -672,7 +672,6 @@ fn host_unary(t: &Tensor, f32f: impl Fn(f32) -> f32 + Sync, f64f: impl Fn(f64) -
 }
 
 float_methods! {
-    exp: exp_f32, f64::exp, (|t: &Tensor| t.exp());
     log: f32::ln, f64::ln, (|t: &Tensor| t.log());
     log2: f32::log2, f64::log2, (|t: &Tensor| t.log()? * std::f64::consts::LOG2_E);
     log10: f32::log10, f64::log10, (|t: &Tensor| t.log()? * std::f64::consts::LOG10_E);
@@ -694,6 +693,30 @@ float_methods! {
     reciprocal: |x: f32| 1.0 / x, |x: f64| 1.0 / x, (|t: &Tensor| t.recip());
     // `x < 0 ? 0 : x`: NaN and -0.0 pass through, as torch's relu (and the in-place AVX path) keep them.
     relu_float: |x: f32| if x < 0.0 { 0.0 } else { x }, |x: f64| if x < 0.0 { 0.0 } else { x }, (|t: &Tensor| dev::relu(t).map_err(|e| candle_core::Error::Msg(e.to_string())));
+}
+
+#[pymethods]
+impl PyTensor {
+    pub fn exp(&self) -> PyResult<PyTensor> {
+        // Contiguous f32 on an AVX-512 CPU: the slice kernel (one scaling instruction).
+        let avx512 = crate::isa::level() == crate::isa::Level::Avx512;
+        if avx512 && self.dtype == DType::F32 && !self.is_meta() && is_cpu(&self.t) && self.t.is_contiguous() {
+            let work = || -> PyResult<Tensor> {
+                let (storage, layout) = self.t.storage_and_layout();
+                let candle_core::Storage::Cpu(cpu) = &*storage else {
+                    return Err(runtime_err("expected a CPU tensor"));
+                };
+                let n = self.t.elem_count();
+                let data = &cpu.as_slice::<f32>().py()?[layout.start_offset()..][..n];
+                let out = super::kernels::map_slice(data, 0f32, super::kernels::exp_slice);
+                drop(storage);
+                Tensor::from_vec(out, self.t.dims(), &candle_core::Device::Cpu).py()
+            };
+            let out = if self.t.elem_count() >= super::kernels::PAR_THRESHOLD { Python::attach(|py| py.detach(work))? } else { work()? };
+            return Ok(PyTensor::new(out, DType::F32));
+        }
+        float_unary(self, exp_f32, f64::exp, |t: &Tensor| t.exp().py())
+    }
 }
 
 #[pymethods]
