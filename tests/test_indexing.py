@@ -381,18 +381,26 @@ def test_sort_nan_and_ties():
 
 
 @pytest.mark.parametrize("n", [513, 1000, 1001, 1002, 1003, 4097, 32001])
-@pytest.mark.parametrize("kind", ["random", "ties", "masked", "nan"])
+@pytest.mark.parametrize("kind", ["random", "ties", "masked", "nan", "half_masked", "both_ends", "f16_masked"])
 def test_sort_long_rows_stable(n, kind):
     """Rows past 512 take the radix sort (four quarters' cursors side by side): every length mod 4, repeated
-    keys, logits masked to -inf, NaN; values and positions as torch's stable sort."""
+    keys, logits masked to -inf, NaN; values and positions as torch's stable sort. Keys equal to a row's
+    first or last one, an eighth of it or more, are partitioned off first: masked rows (what is left short
+    or past 512), -inf and +inf at both ends, NaN (the last key), half precision."""
     x = torch.randn(3, n, generator=torch.Generator().manual_seed(n))
     drop = torch.rand(3, n, generator=torch.Generator().manual_seed(n + 1))
     if kind == "ties":
         x = (x * 2).round() / 2
-    elif kind == "masked":
+    elif kind in ("masked", "f16_masked"):
         x[drop > 0.01] = -float("inf")
+        x = x.half() if kind == "f16_masked" else x
     elif kind == "nan":
         x[drop > 0.7] = float("nan")
+    elif kind == "half_masked":
+        x[drop > 0.5] = -float("inf")
+    elif kind == "both_ends":
+        x[drop > 0.8] = -float("inf")
+        x[drop < 0.15] = float("inf")
     for desc in [False, True]:
         v, i = to_cb(x).sort(descending=desc)
         tv, ti = x.sort(descending=desc, stable=True)

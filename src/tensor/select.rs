@@ -104,12 +104,65 @@ fn sorted_positions<T: OrdKey>(row: &[T], descending: bool) -> Vec<u32> {
     keys.into_iter().map(|(_, j)| j).collect()
 }
 
+/// Stable sort of `v` (keys in the high 32 bits, positions in order below) by its keys. The keys
+/// equal to the first or last key, where they are an eighth of `v` or more (logits masked to -inf,
+/// sorted for top-p sampling: 31950 of 32000), are moved to their end by one stable partition and
+/// only the rest goes through the radix passes (there a repeated key's cursor is a chain of
+/// dependent increments through memory).
+fn radix_sort_high32(v: &mut Vec<u64>) {
+    let n = v.len();
+    // 64 keys spread over v first: a key that is an eighth of v shows up about 8 times among them
+    // (2 or fewer: 1%, and then only the partition is missed); distinct keys skip the full count.
+    let sample: Vec<u64> = (0..64).map(|i| v[i * (n / 64)] >> 32).collect();
+    let (s_lo, s_hi) = (sample.iter().copied().fold(u64::MAX, u64::min), sample.iter().copied().fold(0, u64::max));
+    if sample.iter().filter(|&&k| k == s_lo).count() < 3 && sample.iter().filter(|&&k| k == s_hi).count() < 3 {
+        return radix_passes(v);
+    }
+    let (lo, hi, n_lo, n_hi) = key_ends(v);
+    if lo == hi || (n_lo < n / 8 && n_hi < n / 8) {
+        return radix_passes(v);
+    }
+    let mut mid = Vec::with_capacity(n - n_lo - n_hi);
+    let (mut at_lo, mut at_hi) = (0, n - n_hi);
+    let mut out = super::kernels::uninit_vec::<u64>(n);
+    for &x in v.iter() {
+        let key = x >> 32;
+        if key == lo {
+            out[at_lo] = x;
+            at_lo += 1;
+        } else if key == hi {
+            out[at_hi] = x;
+            at_hi += 1;
+        } else {
+            mid.push(x);
+        }
+    }
+    if mid.len() > 512 {
+        radix_passes(&mut mid);
+    } else {
+        mid.sort_unstable(); // keys with their positions are distinct: stable
+    }
+    out[n_lo..n - n_hi].copy_from_slice(&mid);
+    *v = out;
+}
+
+super::kernels::multiversion! {
+    /// The smallest and largest key of `v` and how many keys equal each (vector loops).
+    fn key_ends<>(v: &[u64]) -> (u64, u64, usize, usize) where [] {
+        let lo = v.iter().map(|&x| x >> 32).fold(u64::MAX, u64::min);
+        let hi = v.iter().map(|&x| x >> 32).fold(0, u64::max);
+        let n_lo = v.iter().filter(|&&x| x >> 32 == lo).count();
+        let n_hi = v.iter().filter(|&&x| x >> 32 == hi).count();
+        (lo, hi, n_lo, n_hi)
+    }
+}
+
 /// Stable LSD radix sort of `v` by its high 32 bits, 11 bits per pass (three passes, not four
 /// bytes; the low bits, positions, are already in order, so equal keys keep their order). Four
 /// quarters of `v` are counted and scattered side by side, each with its own cursors (a bucket's
 /// four next to each other): on keys that repeat (logits masked to -inf) one cursor's increments
 /// form a chain through memory, four run at once. Bucket b takes quarter 0's keys, then 1's, ...
-fn radix_sort_high32(v: &mut Vec<u64>) {
+fn radix_passes(v: &mut Vec<u64>) {
     const BITS: usize = 11;
     const LANES: usize = 4;
     const MASK: u64 = (1 << BITS) - 1;
@@ -525,13 +578,15 @@ impl PyTensor {
         };
         let nrows = if n == 0 { rows.elem_count() } else { rows.elem_count() / n };
         let nrows = if n == 0 { rows.dims()[..rows.rank() - 1].iter().product() } else { nrows };
-        let mut idx = vec![0i64; nrows * k];
+        // A sort writes every output (its rows' positions are all n of them); top-k's are zeroed first.
+        let sort = matches!(order, Order::Sort(..));
+        let mut idx = if sort { super::kernels::uninit_vec::<i64>(nrows * k) } else { vec![0i64; nrows * k] };
         let (storage, layout) = rows.storage_and_layout();
         let candle_core::Storage::Cpu(cpu) = &*storage else { return Err(runtime_err("expected a CPU tensor")) };
         let vals = with_dtype!(rows.dtype(), T => {
             // `rows` is contiguous: read its lines straight from the storage.
             let data = &cpu.as_slice::<T>().py()?[layout.start_offset()..layout.start_offset() + rows.elem_count()];
-            let mut vo = vec![T::from_f64(0.0); nrows * k];
+            let mut vo = if sort { super::kernels::uninit_vec::<T>(nrows * k) } else { vec![T::from_f64(0.0); nrows * k] };
             if k > 0 {
                 let (vp, ip) = (crate::pool::SendPtr(vo.as_mut_ptr()), crate::pool::SendPtr(idx.as_mut_ptr()));
                 let work = |r: usize| {
