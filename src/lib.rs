@@ -115,7 +115,7 @@ mod candle_bind_c {
     };
     #[pymodule_export]
     use crate::nn::activation::{
-        elu, gelu, hardshrink, hardsigmoid, hardswish, leaky_relu, logsigmoid, mish, silu, snake, softplus,
+        activation_, elu, gelu, hardshrink, hardsigmoid, hardswish, leaky_relu, logsigmoid, mish, silu, snake, softplus,
         softshrink, softsign, tanhshrink, threshold,
     };
     #[pymodule_export]

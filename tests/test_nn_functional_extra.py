@@ -186,3 +186,27 @@ def test_modules():
     s = torch.rand(1, 2, 2)
     assert_same(cb.nn.FractionalMaxPool2d(2, output_ratio=0.5, _random_samples=to_cb(s))(to_cb(img)),
                 torch.nn.FractionalMaxPool2d(2, output_ratio=0.5, _random_samples=s)(img))
+
+
+@pytest.mark.parametrize("name", ["silu", "mish", "hardsigmoid", "hardswish", "relu"])
+@pytest.mark.parametrize("case", ["big", "small", "offset_view", "transposed", "float64", "bfloat16"])
+def test_activation_inplace(name, case):
+    """F.<act>(x, inplace=True) writes x's own memory and returns x (one pass over contiguous float32, split
+    over the threads past 32K elements; other layouts and dtypes compute and copy back), with the values of
+    the out-of-place call; a view at an offset writes its base's storage, as torch's."""
+    shape = (8, 96, 70) if case != "small" else (3, 5)
+    base = make(shape, seed=7) * 4
+    if case == "float64":
+        base = base.double()
+    if case == "bfloat16":
+        base = base.bfloat16()
+    tb, cbase = base.clone(), to_cb(base)
+    pick = {"offset_view": lambda t: t[1:], "transposed": lambda t: t.transpose(0, 2)}.get(case, lambda t: t)
+    tx, cx = pick(tb), pick(cbase)
+    want = getattr(TF, name)(tx.clone())
+    got = getattr(cb.nn.functional, name)(cx, inplace=True)
+    getattr(TF, name)(tx, inplace=True)
+    assert got is cx
+    assert_same(cx, tx)
+    assert_same(cbase, tb)
+    assert_same(got, want)

@@ -13,7 +13,7 @@ from ._utils import _maybe_inplace
 def relu(input, inplace=False):
     if input.dtype == _C.bool:
         raise NotImplementedError("Boolean inputs not supported for relu")
-    return _maybe_inplace(input, input.relu(), inplace)
+    return input.relu_() if inplace else input.relu()
 
 
 def relu6(input, inplace=False):
@@ -61,11 +61,15 @@ def gelu(input, approximate="none"):
 
 def silu(input, inplace=False):
     need_float(input, "silu_cpu")
+    if inplace and _C.activation_(input, "silu"):  # one pass over the input's memory
+        return input
     return _maybe_inplace(input, _C.silu(input), inplace)
 
 
 def mish(input, inplace=False):
     need_float(input, "mish_cpu")
+    if inplace and _C.activation_(input, "mish"):
+        return input
     return _maybe_inplace(input, _C.mish(input), inplace)
 
 
@@ -79,11 +83,15 @@ def tanh(input):
 
 def hardsigmoid(input, inplace=False):
     need_float(input, "hardsigmoid_cpu")
+    if inplace and _C.activation_(input, "hardsigmoid"):
+        return input
     return _maybe_inplace(input, _C.hardsigmoid(input), inplace)
 
 
 def hardswish(input, inplace=False):
     need_float(input, "hardswish_cpu")
+    if inplace and _C.activation_(input, "hardswish"):
+        return input
     return _maybe_inplace(input, _C.hardswish(input), inplace)
 
 
