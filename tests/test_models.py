@@ -893,11 +893,22 @@ def test_quantized_matmul_against_exact_integer_math(tmp_path, qtype):
     blocks = x.reshape(7, -1, 32)
     d = np.abs(blocks).max(-1, keepdims=True) / 127
     xq = (np.round(blocks / d) * d.astype(np.float16).astype(np.float32)).reshape(x.shape)
-    for isa in ("", "avx2", "portable"):
-        env = dict(os.environ, CANDLE_BIND_ISA=isa) if isa else dict(os.environ)
+    # On a CPU with AVX-VNNI the vendored kernels' own switch also runs the 256-bit VNNI tiles (an Alder
+    # Lake's or an E-core Xeon's path): the same integer sums as the AVX2 tiles, so the same bits.
+    vnni = " avx_vnni" in open("/proc/cpuinfo").read()
+    runs = {}
+    for isa in ("", "avx2", "portable") + (("avxvnni",) if vnni else ()):
+        if isa == "avxvnni":
+            env = dict(os.environ, MISTRALRS_FORCE_AVXVNNI="1")
+        else:
+            env = dict(os.environ, CANDLE_BIND_ISA=isa) if isa else dict(os.environ)
         subprocess.run([sys.executable, "-c", code, str(tmp_path / "in.npz"), str(tmp_path / "out.npz")], env=env, check=True)
         got = np.load(tmp_path / "out.npz")
         outs, wd = got["y"], got["w"]
+        runs[isa] = outs
+        if isa == "avxvnni" and "CANDLE_BIND_ISA" not in os.environ:
+            np.testing.assert_array_equal(outs, runs["avx2"])
+        isa = "avx2" if isa == "avxvnni" else isa
         want = np.concatenate([xq[:m] @ wd.T for m in (1, 4, 7)], 0)
         # Q4_1/Q5_1 blocks off the tiles take Q8_1 activations (their sum rounded to f16): a little further.
         tiles = (isa or os.environ.get("CANDLE_BIND_ISA", "")) != "portable" and "avx2" in open("/proc/cpuinfo").read()

@@ -157,6 +157,13 @@ pub(crate) trait ActTile256: ActTile {
     /// Values 8g..8g+4 and 8g+4..8g+8 of rows 8h..8h+8, each as [row][4 bytes].
     #[cfg(target_arch = "x86_64")]
     unsafe fn pair256(&self, g: usize, h: usize) -> (core::arch::x86_64::__m256i, core::arch::x86_64::__m256i);
+    /// The same values as unsigned bytes, as `vpdpbusd` takes them (AVX-VNNI): Q8_0's stored +128
+    /// bytes as they are.
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    unsafe fn raw256(&self, g: usize, h: usize) -> (core::arch::x86_64::__m256i, core::arch::x86_64::__m256i) {
+        self.pair256(g, h)
+    }
 }
 
 /// Half h of group g's low and high nibbles of a nibble tile's `qs` (see `nibbles`).
@@ -179,6 +186,13 @@ impl ActTile256 for TileQ8_0 {
         use core::arch::x86_64::*;
         let flip = _mm256_set1_epi8(-128);
         let at = |j: usize| _mm256_xor_si256(_mm256_loadu_si256(self.qs.as_ptr().add(j * TILE_N * 4 + h * 32) as *const _), flip);
+        (at(2 * g), at(2 * g + 1))
+    }
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    unsafe fn raw256(&self, g: usize, h: usize) -> (core::arch::x86_64::__m256i, core::arch::x86_64::__m256i) {
+        use core::arch::x86_64::*;
+        let at = |j: usize| _mm256_loadu_si256(self.qs.as_ptr().add(j * TILE_N * 4 + h * 32) as *const _);
         (at(2 * g), at(2 * g + 1))
     }
 }
@@ -984,33 +998,33 @@ unsafe fn matmul_unit_q8(
     mt: usize,
     dst_ptr: *mut f32,
     n: usize,
-    wide: bool,
+    lv: X86Level,
 ) {
-    unsafe fn run<T: ActTile256, const OFF: i32>(tiles: &[T], acts: *const ActQ8_0, kb: usize, out: *mut f32, n: usize, mt: usize, wide: bool) {
+    unsafe fn run<T: ActTile256, const OFF: i32>(tiles: &[T], acts: *const ActQ8_0, kb: usize, out: *mut f32, n: usize, mt: usize, lv: X86Level) {
         let a = |m: usize| acts.add(m * kb);
         let o = |m: usize| out.add(m * n);
         let t = tiles.as_ptr();
         macro_rules! rows {
-            ($kernels:ident, $($k:literal)*; $last:literal) => {
+            ($kernels:ident::$f:ident, $($k:literal)*; $last:literal) => {
                 match mt {
-                    $($k => $kernels::rows::<T, OFF, $k>(t, std::array::from_fn(a), kb, std::array::from_fn(o)),)*
-                    _ => $kernels::rows::<T, OFF, $last>(t, std::array::from_fn(a), kb, std::array::from_fn(o)),
+                    $($k => $kernels::$f::<T, OFF, $k>(t, std::array::from_fn(a), kb, std::array::from_fn(o)),)*
+                    _ => $kernels::$f::<T, OFF, $last>(t, std::array::from_fn(a), kb, std::array::from_fn(o)),
                 }
             };
         }
-        if wide {
-            rows!(kernels, 1 2 3 4 5 6 7; 8)
-        } else {
-            rows!(kernels256, 1 2 3; 4)
+        match lv {
+            X86Level::Avx512Vnni => rows!(kernels::rows, 1 2 3 4 5 6 7; 8),
+            X86Level::AvxVnni => rows!(kernels256::rows_vnni, 1 2 3; 4),
+            X86Level::Avx2 => rows!(kernels256::rows, 1 2 3; 4),
         }
     }
     let (a, out) = (acts.as_ptr().add(m0 * kb), dst_ptr.add(m0 * n + nt * TILE_N));
     match packed {
-        PackedX86::Q8_0(t) => run::<_, 128>(&t[nt * kb..][..kb], a, kb, out, n, mt, wide),
-        PackedX86::Q4_0(t) => run::<_, 8>(&t[nt * kb..][..kb], a, kb, out, n, mt, wide),
-        PackedX86::Q4_1(t) => run::<_, 0>(&t[nt * kb..][..kb], a, kb, out, n, mt, wide),
-        PackedX86::Q5_0(t) => run::<_, 16>(&t[nt * kb..][..kb], a, kb, out, n, mt, wide),
-        PackedX86::Q5_1(t) => run::<_, 0>(&t[nt * kb..][..kb], a, kb, out, n, mt, wide),
+        PackedX86::Q8_0(t) => run::<_, 128>(&t[nt * kb..][..kb], a, kb, out, n, mt, lv),
+        PackedX86::Q4_0(t) => run::<_, 8>(&t[nt * kb..][..kb], a, kb, out, n, mt, lv),
+        PackedX86::Q4_1(t) => run::<_, 0>(&t[nt * kb..][..kb], a, kb, out, n, mt, lv),
+        PackedX86::Q5_0(t) => run::<_, 16>(&t[nt * kb..][..kb], a, kb, out, n, mt, lv),
+        PackedX86::Q5_1(t) => run::<_, 0>(&t[nt * kb..][..kb], a, kb, out, n, mt, lv),
         _ => unreachable!("select_q8_act() gates the dtype"),
     }
 }
@@ -1021,8 +1035,8 @@ pub(crate) fn matmul_tiles_q8(packed: &PackedX86, acts: &[ActQ8_0], m: usize, k:
     #[cfg(target_arch = "x86_64")]
     {
         let kb = k / QK8_0;
-        let wide = wide();
-        let mt = if wide { kernels::ROWS_MT } else { kernels256::ROWS_MT };
+        let Some(lv) = level() else { unreachable!("select_q8_act() checked the CPU") };
+        let mt = if lv == X86Level::Avx512Vnni { kernels::ROWS_MT } else { kernels256::ROWS_MT };
         let m_units = m.div_ceil(mt);
         let dst_ptr = dst.as_mut_ptr() as usize;
         crate::utils::barrier_pool().execute_chunked((n / TILE_N) * m_units, |range| {
@@ -1030,7 +1044,7 @@ pub(crate) fn matmul_tiles_q8(packed: &PackedX86, acts: &[ActQ8_0], m: usize, k:
                 let (nt, m0) = (unit / m_units, (unit % m_units) * mt);
                 let (mt, dst_ptr) = ((m - m0).min(mt), dst_ptr as *mut f32);
                 // SAFETY: select_q8_act checked the CPU; each unit writes its own tile of dst.
-                unsafe { matmul_unit_q8(packed, acts, kb, nt, m0, mt, dst_ptr, n, wide) };
+                unsafe { matmul_unit_q8(packed, acts, kb, nt, m0, mt, dst_ptr, n, lv) };
             }
         });
     }
@@ -1777,6 +1791,52 @@ mod kernels256 {
                     let da = _mm256_set1_ps(acts[m].d);
                     if OFF != 0 {
                         let q = if T::SIGNED { q[m] } else { _mm256_sub_epi32(q[m], _mm256_set1_epi32(OFF * acts[m].sum)) };
+                        acc[m][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(q), _mm256_mul_ps(dw, da), acc[m][h]);
+                    } else {
+                        let mw = _mm256_cvtph_ps(_mm_loadu_si128(tile.m().as_ptr().add(8 * h) as *const _));
+                        let r = _mm256_fmadd_ps(_mm256_cvtepi32_ps(q[m]), _mm256_mul_ps(dw, da), acc[m][h]);
+                        acc[m][h] = _mm256_fmadd_ps(mw, _mm256_set1_ps(acts[m].dsum), r);
+                    }
+                }
+            }
+        }
+        for m in 0..MT {
+            _mm256_storeu_ps(out[m], acc[m][0]);
+            _mm256_storeu_ps(out[m].add(8), acc[m][1]);
+        }
+    }
+
+    // candle-bind's patch: `rows` on AVX-VNNI CPUs (Intel's from Alder Lake, the E-core Xeons: no
+    // AVX-512) by `vpdpbusd ymm`, unsigned weight bytes by signed activations summed into i32 in one
+    // instruction where `vpmaddubsw` took a widening step (and Q8_0 a sign step) besides. The
+    // 512-bit kernel's arithmetic, 256 bits wide: Σ(w + OFF)·a - OFF·Σa, the same integer sums as
+    // `rows`, so the same results.
+    #[target_feature(enable = "avx2,avxvnni,fma,f16c")]
+    pub(crate) unsafe fn rows_vnni<T: ActTile256, const OFF: i32, const MT: usize>(
+        t: *const T,
+        a: [*const ActQ8_0; MT],
+        kb: usize,
+        out: [*mut f32; MT],
+    ) {
+        let mut acc = [[_mm256_setzero_ps(); 2]; MT];
+        for b in 0..kb {
+            let tile = &*t.add(b);
+            super::kernels::prefetch_ahead(t.wrapping_add(b));
+            let acts: [&ActQ8_0; MT] = std::array::from_fn(|m| &*a[m].add(b));
+            for h in 0..2 {
+                let mut q = [_mm256_setzero_si256(); MT];
+                for g in 0..4 {
+                    let (we, wo) = tile.raw256(g, h);
+                    for m in 0..MT {
+                        q[m] = _mm256_dpbusd_avx_epi32(q[m], we, bcast4_256(&acts[m].qs, 8 * g));
+                        q[m] = _mm256_dpbusd_avx_epi32(q[m], wo, bcast4_256(&acts[m].qs, 8 * g + 4));
+                    }
+                }
+                let dw = _mm256_cvtph_ps(_mm_loadu_si128(tile.d().as_ptr().add(8 * h) as *const _));
+                for m in 0..MT {
+                    let da = _mm256_set1_ps(acts[m].d);
+                    if OFF != 0 {
+                        let q = _mm256_sub_epi32(q[m], _mm256_set1_epi32(OFF * acts[m].sum));
                         acc[m][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(q), _mm256_mul_ps(dw, da), acc[m][h]);
                     } else {
                         let mw = _mm256_cvtph_ps(_mm_loadu_si128(tile.m().as_ptr().add(8 * h) as *const _));
