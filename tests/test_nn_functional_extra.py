@@ -188,7 +188,7 @@ def test_modules():
                 torch.nn.FractionalMaxPool2d(2, output_ratio=0.5, _random_samples=s)(img))
 
 
-@pytest.mark.parametrize("name", ["silu", "mish", "hardsigmoid", "hardswish", "relu"])
+@pytest.mark.parametrize("name", ["silu", "mish", "hardsigmoid", "hardswish", "relu", "relu6", "hardtanh"])
 @pytest.mark.parametrize("case", ["big", "small", "offset_view", "transposed", "float64", "bfloat16"])
 def test_activation_inplace(name, case):
     """F.<act>(x, inplace=True) writes x's own memory and returns x (one pass over contiguous float32, split
@@ -210,3 +210,22 @@ def test_activation_inplace(name, case):
     assert_same(cx, tx)
     assert_same(cbase, tb)
     assert_same(got, want)
+
+
+@pytest.mark.parametrize("bounds", [(-0.5, 0.5), (None, 0.25), (-1, None), (0.5, -0.5), (0, 6), (float("nan"), 1.0)])
+@pytest.mark.parametrize("layout", ["big", "small", "offset_view", "transposed"])
+def test_clamp_number_bounds(bounds, layout):
+    """clamp/clamp_/clip_ of float32 by Python numbers (one pass; clamp_ in the tensor's own memory when it
+    is contiguous): NaN stays, min > max gives max, an int bound keeps float32, a NaN bound as torch; views at an
+    offset write their base."""
+    x = make((8, 96, 70) if layout != "small" else (3, 5), seed=9) * 3
+    x.view(-1)[:4] = torch.tensor([float("nan"), float("inf"), -float("inf"), 0.0])
+    lo, hi = bounds
+    tb, cbase = x.clone(), to_cb(x)
+    pick = {"offset_view": lambda t: t[1:], "transposed": lambda t: t.transpose(0, -1)}.get(layout, lambda t: t)
+    assert_same(pick(cbase).clamp(lo, hi), pick(tb).clamp(lo, hi))
+    r = pick(cbase)
+    assert r.clamp_(lo, hi) is r
+    pick(tb).clamp_(lo, hi)
+    assert_same(cbase, tb)
+    assert_same(to_cb(x).clip_(lo, hi), x.clone().clip_(lo, hi))

@@ -1006,11 +1006,27 @@ impl PyTensor {
 
     /// clamp(min=None, max=None): scalars or tensors; NaN in the input stays NaN.
     #[pyo3(signature = (min=None, max=None))]
-    fn clamp(&self, min: Option<&Bound<'_, PyAny>>, max: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
+    pub(crate) fn clamp(&self, min: Option<&Bound<'_, PyAny>>, max: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
         let min = min.filter(|m| !m.is_none());
         let max = max.filter(|m| !m.is_none());
         if min.is_none() && max.is_none() {
             return Err(runtime_err("torch.clamp: At least one of 'min' or 'max' must not be None"));
+        }
+        if let Some((l, h)) = number_bounds(self, min, max) {
+            // Contiguous float32 and number bounds: one pass (the general path made two, with a
+            // fresh output each).
+            let work = || -> PyResult<Tensor> {
+                let (storage, layout) = self.t.storage_and_layout();
+                let candle_core::Storage::Cpu(cpu) = &*storage else {
+                    return Err(runtime_err("expected a CPU tensor"));
+                };
+                let data = &cpu.as_slice::<f32>().py()?[layout.start_offset()..][..self.t.elem_count()];
+                let out = super::kernels::map_slice(data, 0f32, |s, d| super::kernels::clamp_slice(s, d, l, h));
+                drop(storage);
+                Tensor::from_vec(out, self.t.dims(), &candle_core::Device::Cpu).py()
+            };
+            let out = if self.t.elem_count() >= super::kernels::PAR_THRESHOLD { Python::attach(|py| py.detach(work))? } else { work()? };
+            return Ok(PyTensor::new(out, DType::F32));
         }
         let lo = min.map(|m| operand(m, "clamp")).transpose()?;
         let hi = max.map(|m| operand(m, "clamp")).transpose()?;
@@ -1207,6 +1223,28 @@ pub(crate) fn pow_op(x: &PyTensor, e: Operand<'_>, reflected: bool) -> PyResult<
         }
     }
     binary(x, e, BinOp::Pow, reflected)
+}
+
+/// The bounds of a clamp of a contiguous float32 CPU tensor by Python numbers (not NaN, not bool)
+/// as f32, a missing one infinite; None where the one-pass kernels do not apply.
+pub(crate) fn number_bounds(x: &PyTensor, min: Option<&Bound<'_, PyAny>>, max: Option<&Bound<'_, PyAny>>) -> Option<(f32, f32)> {
+    use pyo3::types::{PyBool, PyFloat, PyInt};
+    if x.dtype != DType::F32 || x.is_meta() || !is_cpu(&x.t) || !x.t.is_contiguous() || (min.is_none() && max.is_none()) {
+        return None;
+    }
+    let number = |b: Option<&Bound<'_, PyAny>>, none: f32| -> Option<f32> {
+        match b {
+            None => Some(none),
+            Some(v) if v.is_instance_of::<PyBool>() => None,
+            Some(v) if v.is_instance_of::<PyFloat>() || v.is_instance_of::<PyInt>() => {
+                // NaN and bounds past float32's range take the general path (torch: NaN results;
+                // "value cannot be converted to type float without overflow").
+                v.extract::<f64>().ok().filter(|f| !f.is_nan() && (f.is_infinite() || f.abs() <= f32::MAX as f64)).map(|f| f as f32)
+            }
+            Some(_) => None,
+        }
+    };
+    Some((number(min, f32::NEG_INFINITY)?, number(max, f32::INFINITY)?))
 }
 
 fn clamp_side(x: &PyTensor, bound: Operand<'_>, op: BinOp) -> PyResult<PyTensor> {

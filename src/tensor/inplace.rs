@@ -567,6 +567,32 @@ impl PyTensor {
         update(&slf, zero.as_any(), super::arith::BinOp::Maximum, "relu_")?;
         Ok(slf)
     }
+    /// With number bounds on contiguous float32, in one pass over the tensor's memory
+    /// (ReLU6(inplace=True), hardtanh_: computing a result and copying it back took three).
+    #[pyo3(signature = (min=None, max=None))]
+    fn clamp_<'py>(slf: PyRef<'py, Self>, min: Option<&Bound<'_, PyAny>>, max: Option<&Bound<'_, PyAny>>) -> PyResult<PyRef<'py, Self>> {
+        let (min, max) = (min.filter(|m| !m.is_none()), max.filter(|m| !m.is_none()));
+        if let Some((lo, hi)) = super::arith::number_bounds(&slf, min, max) {
+            let (n, t) = (slf.numel(), slf.t.clone());
+            let work = || {
+                with_storage_mut(&t, |s, l| {
+                    let x = &mut slice_mut::<f32>(s)?[l.start_offset()..l.start_offset() + n];
+                    let chunk = n.div_ceil(4 * crate::pool::threads()).max(1 << 14);
+                    crate::pool::chunks_mut(x, chunk, |_, c| super::kernels::clamp_in_place(c, lo, hi));
+                    Ok(())
+                })
+            };
+            if n >= super::kernels::PAR_THRESHOLD { slf.py().detach(work)? } else { work()? };
+            return Ok(slf);
+        }
+        let r = slf.clamp(min, max)?;
+        slf.assign_result(&r, "clamp_")?;
+        Ok(slf)
+    }
+    #[pyo3(signature = (min=None, max=None))]
+    fn clip_<'py>(slf: PyRef<'py, Self>, min: Option<&Bound<'_, PyAny>>, max: Option<&Bound<'_, PyAny>>) -> PyResult<PyRef<'py, Self>> {
+        Self::clamp_(slf, min, max)
+    }
     fn mul_<'py>(slf: PyRef<'py, Self>, other: &Bound<'_, PyAny>) -> PyResult<PyRef<'py, Self>> {
         update(&slf, other, super::arith::BinOp::Mul, "mul_")?;
         Ok(slf)

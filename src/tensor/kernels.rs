@@ -425,6 +425,24 @@ pub fn exp_f32(x: f32) -> f32 {
     p * s1 * s2
 }
 
+multiversion! {
+    /// min(max(x, lo), hi) in place, NaN kept (torch's clamp with number bounds).
+    pub fn clamp_in_place<>(d: &mut [f32], lo: f32, hi: f32) where [] {
+        for v in d.iter_mut() {
+            *v = if v.is_nan() { *v } else { v.max(lo).min(hi) };
+        }
+    }
+}
+
+multiversion! {
+    /// The same from `s` into `d`.
+    pub fn clamp_slice<>(s: &[f32], d: &mut [f32], lo: f32, hi: f32) where [] {
+        for (o, &v) in d.iter_mut().zip(s) {
+            *o = if v.is_nan() { v } else { v.max(lo).min(hi) };
+        }
+    }
+}
+
 /// `exp_f32` over a slice, on AVX-512 by `vscalefps`: it scales by 2^n in one instruction (the
 /// scalar form's two-step scaling, NaN guard and integer conversion took ten), rounding once where
 /// the result is subnormal; elsewhere the same bits as `exp_f32`. 16 lanes at ~7 cycles instead of

@@ -27,7 +27,7 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
         raise NotImplementedError("Bool inputs not supported for hardtanh")
     if not input.is_floating_point():  # torch casts the bounds to the integer dtype (-1.5 -> -1)
         min_val, max_val = int(min_val), int(max_val)
-    return _maybe_inplace(input, input.clamp(min_val, max_val), inplace)
+    return input.clamp_(min_val, max_val) if inplace else input.clamp(min_val, max_val)
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
