@@ -908,7 +908,7 @@ def test_quantized_matmul_against_exact_integer_math(tmp_path, qtype):
         runs[isa] = outs
         if isa == "avxvnni" and "CANDLE_BIND_ISA" not in os.environ:
             np.testing.assert_array_equal(outs, runs["avx2"])
-        isa = "avx2" if isa == "avxvnni" else isa
+        isa = "" if isa == "avxvnni" else isa  # the suite's own level decides tiles or blocks there
         want = np.concatenate([xq[:m] @ wd.T for m in (1, 4, 7)], 0)
         # Q4_1/Q5_1 blocks off the tiles take Q8_1 activations (their sum rounded to f16): a little further.
         tiles = (isa or os.environ.get("CANDLE_BIND_ISA", "")) != "portable" and "avx2" in open("/proc/cpuinfo").read()

@@ -381,13 +381,15 @@ fn run<T: Elem + candle_core::WithDType>(ta: &Tensor, tb: &Tensor, batch: &[usiz
         // time). Each product is cut for the threads the batch leaves idle: into rows when it has
         // more rows than columns (each share then packs all of B), else into columns (all of A):
         // the smaller operand is the one packed twice (1024x768 into 3072 on 2 threads, Emerald
-        // Rapids Xeon: 1.04-1.19 of torch by rows, 1.00-1.07 by columns).
+        // Rapids Xeon: 1.04-1.19 of torch by rows, 1.00-1.07 by columns). Smaller products split
+        // by rows wherever they can: gemm's blocking follows n, so a share of the columns changes
+        // the bits from one thread count to the next, and a share of the rows does not.
         let parts = (macs / PART_MACS).clamp(1, threads);
         let pieces = parts.div_ceil(nb);
         let dst = Dst(out.as_mut_ptr());
         let tasks: Vec<(usize, std::ops::Range<usize>, std::ops::Range<usize>)> = if pieces == 1 {
             (0..nb).map(|bi| (bi, 0..m, 0..n)).collect()
-        } else if m >= 8 * pieces && (m >= n || n < 16 * pieces) {
+        } else if m >= 8 * pieces && (m >= n || n < 16 * pieces || macs < COLUMN_MAJOR_MACS) {
             let step = m.div_ceil(pieces);
             (0..nb).flat_map(|bi| (0..m).step_by(step).map(move |i| (bi, i..(i + step).min(m), 0..n))).collect()
         } else {
