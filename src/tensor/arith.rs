@@ -701,18 +701,7 @@ impl PyTensor {
         // Contiguous f32 on an AVX-512 CPU: the slice kernel (one scaling instruction).
         let avx512 = crate::isa::level() == crate::isa::Level::Avx512;
         if avx512 && self.dtype == DType::F32 && !self.is_meta() && is_cpu(&self.t) && self.t.is_contiguous() {
-            let work = || -> PyResult<Tensor> {
-                let (storage, layout) = self.t.storage_and_layout();
-                let candle_core::Storage::Cpu(cpu) = &*storage else {
-                    return Err(runtime_err("expected a CPU tensor"));
-                };
-                let n = self.t.elem_count();
-                let data = &cpu.as_slice::<f32>().py()?[layout.start_offset()..][..n];
-                let out = super::kernels::map_slice(data, 0f32, super::kernels::exp_slice);
-                drop(storage);
-                Tensor::from_vec(out, self.t.dims(), &candle_core::Device::Cpu).py()
-            };
-            let out = if self.t.elem_count() >= super::kernels::PAR_THRESHOLD { Python::attach(|py| py.detach(work))? } else { work()? };
+            let out = map_f32_slices(&self.t, super::kernels::exp_slice)?;
             return Ok(PyTensor::new(out, DType::F32));
         }
         float_unary(self, exp_f32, f64::exp, |t: &Tensor| t.exp().py())
@@ -1015,17 +1004,7 @@ impl PyTensor {
         if let Some((l, h)) = number_bounds(self, min, max) {
             // Contiguous float32 and number bounds: one pass (the general path made two, with a
             // fresh output each).
-            let work = || -> PyResult<Tensor> {
-                let (storage, layout) = self.t.storage_and_layout();
-                let candle_core::Storage::Cpu(cpu) = &*storage else {
-                    return Err(runtime_err("expected a CPU tensor"));
-                };
-                let data = &cpu.as_slice::<f32>().py()?[layout.start_offset()..][..self.t.elem_count()];
-                let out = super::kernels::map_slice(data, 0f32, |s, d| super::kernels::clamp_slice(s, d, l, h));
-                drop(storage);
-                Tensor::from_vec(out, self.t.dims(), &candle_core::Device::Cpu).py()
-            };
-            let out = if self.t.elem_count() >= super::kernels::PAR_THRESHOLD { Python::attach(|py| py.detach(work))? } else { work()? };
+            let out = map_f32_slices(&self.t, |src, dst| super::kernels::clamp_slice(src, dst, l, h))?;
             return Ok(PyTensor::new(out, DType::F32));
         }
         let lo = min.map(|m| operand(m, "clamp")).transpose()?;
@@ -1223,6 +1202,22 @@ pub(crate) fn pow_op(x: &PyTensor, e: Operand<'_>, reflected: bool) -> PyResult<
         }
     }
     binary(x, e, BinOp::Pow, reflected)
+}
+
+/// `f` over a contiguous float32 CPU tensor's storage into a new tensor, in the elementwise engine's
+/// chunks (the GIL released when it is large): the one-pass paths of exp and clamp.
+fn map_f32_slices(t: &Tensor, f: impl Fn(&[f32], &mut [f32]) + Sync) -> PyResult<Tensor> {
+    let work = || -> PyResult<Tensor> {
+        let (storage, layout) = t.storage_and_layout();
+        let candle_core::Storage::Cpu(cpu) = &*storage else {
+            return Err(runtime_err("expected a CPU tensor"));
+        };
+        let data = &cpu.as_slice::<f32>().py()?[layout.start_offset()..][..t.elem_count()];
+        let out = super::kernels::map_slice(data, 0f32, &f);
+        drop(storage);
+        Tensor::from_vec(out, t.dims(), &candle_core::Device::Cpu).py()
+    };
+    if t.elem_count() >= super::kernels::PAR_THRESHOLD { Python::attach(|py| py.detach(work)) } else { work() }
 }
 
 /// The bounds of a clamp of a contiguous float32 CPU tensor by Python numbers (not NaN, not bool)
