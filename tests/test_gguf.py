@@ -92,6 +92,23 @@ def test_bad_gguf_files(tmp_path):
         nn.QuantizedLinear(gguf.quantize(cb.ones(4, 32), "Q8_0"))(cb.ones(2, 16))
 
 
+@pytest.mark.parametrize("dtype", ["F32", "Q8_0", "Q4K"])
+def test_quantized_linear_input_shapes(dtype):
+    # torch's linear: a vector is one row; no rows give an empty result; leading dims are kept
+    w = make((64, 256), seed=3)
+    lin = nn.QuantizedLinear(gguf.quantize(to_cb(w), dtype))
+    x = make((3, 5, 256), seed=4)
+    full = lin(to_cb(x)).numpy()
+    assert full.shape == (3, 5, 64)
+    vec = lin(to_cb(x[1, 2]))
+    assert tuple(vec.shape) == (64,) and np.array_equal(vec.numpy(), lin(to_cb(x[1, 2:3])).numpy()[0])
+    for shape in [(0, 256), (2, 0, 256)]:
+        out = lin(cb.zeros(*shape))
+        assert tuple(out.shape) == shape[:-1] + (64,) and out.dtype == cb.float32
+    with pytest.raises(RuntimeError):
+        lin(cb.zeros(()))
+
+
 def test_bounded_fuzz_of_gguf_reader(tmp_path):
     good = tmp_path / "good.gguf"
     gguf.save(good, {"name": "x", "vals": [1, 2, 3]}, {"w": gguf.quantize(cb.ones(4, 64), "Q4_0"), "b": cb.ones(8)})

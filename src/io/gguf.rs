@@ -284,8 +284,23 @@ pub fn qmatmul(x: &PyTensor, weight: &PyQTensor) -> PyResult<PyTensor> {
         )));
     }
     let mm = QMatMul::from_arc(weight.q.clone()).py()?;
-    let xs = x.t.to_dtype(candle_core::DType::F32).py()?.contiguous().py()?;
-    let y = Python::attach(|py| py.detach(|| mm.forward(&xs))).py()?;
+    let mut xs = x.t.to_dtype(candle_core::DType::F32).py()?.contiguous().py()?;
+    // A vector is one row (torch's linear on 1-D input), and a product with no rows is empty:
+    // the quantized kernels take neither.
+    let vector = xs.rank() == 1;
+    if vector {
+        xs = xs.unsqueeze(0).py()?;
+    }
+    let y = if xs.elem_count() == 0 {
+        let mut dims = xs.dims().to_vec();
+        if let Some(d) = dims.last_mut() {
+            *d = w[0];
+        }
+        candle_core::Tensor::zeros(dims, candle_core::DType::F32, xs.device()).py()?
+    } else {
+        Python::attach(|py| py.detach(|| mm.forward(&xs))).py()?
+    };
+    let y = if vector { y.squeeze(0).py()? } else { y };
     Ok(PyTensor::new(y.to_dtype(x.dtype.candle()).py()?, x.dtype))
 }
 

@@ -1007,6 +1007,11 @@ impl PyTensor {
             let out = map_f32_slices(&self.t, |src, dst| super::kernels::clamp_slice(src, dst, l, h))?;
             return Ok(PyTensor::new(out, DType::F32));
         }
+        // An integer tensor's integer bounds saturate to its range; a min above it or a max below it
+        // raises (torch).
+        let py = self_py(min.or(max));
+        let (min, max) = (int_bound(py, self.dtype, min, true)?, int_bound(py, self.dtype, max, false)?);
+        let (min, max) = (min.as_ref(), max.as_ref());
         let lo = min.map(|m| operand(m, "clamp")).transpose()?;
         let hi = max.map(|m| operand(m, "clamp")).transpose()?;
         let mut prom = Promotion::default().tensor(self);
@@ -1014,6 +1019,16 @@ impl PyTensor {
             prom = prom.operand(&o.op());
         }
         let ct = prom.result();
+        // A number bound must fit a 16/32-bit float result (torch raises, it does not saturate).
+        if ct.is_float() && ct != DType::F64 {
+            for b in min.iter().chain(max.iter()) {
+                if !b.is_instance_of::<PyTensor>() {
+                    if let Some(v) = super::Scalar::extract(b) {
+                        super::inplace::check_fits(v, ct)?;
+                    }
+                }
+            }
+        }
         let mut out = self.same(cast(&self.t, self.dtype, ct)?);
         out.dtype = ct;
         if let Some(lo) = &lo {
@@ -1240,6 +1255,48 @@ pub(crate) fn number_bounds(x: &PyTensor, min: Option<&Bound<'_, PyAny>>, max: O
         }
     };
     Some((number(min, f32::NEG_INFINITY)?, number(max, f32::INFINITY)?))
+}
+
+fn self_py<'py>(b: Option<&Bound<'py, PyAny>>) -> Option<Python<'py>> {
+    b.map(|b| b.py())
+}
+
+/// A Python-int bound of an integer tensor's clamp, saturated to the dtype's range.
+fn int_bound<'py>(py: Option<Python<'py>>, dtype: DType, bound: Option<&Bound<'py, PyAny>>, is_min: bool) -> PyResult<Option<Bound<'py, PyAny>>> {
+    let (Some(py), Some(b)) = (py, bound) else { return Ok(None) };
+    let range = match dtype {
+        DType::U8 => Some((0i128, u8::MAX as i128)),
+        DType::I8 => Some((i8::MIN as i128, i8::MAX as i128)),
+        DType::I16 => Some((i16::MIN as i128, i16::MAX as i128)),
+        DType::I32 => Some((i32::MIN as i128, i32::MAX as i128)),
+        DType::I64 => Some((i64::MIN as i128, i64::MAX as i128)),
+        _ => None,
+    };
+    let value = if b.is_instance_of::<pyo3::types::PyBool>() || !b.is_instance_of::<pyo3::types::PyInt>() { None } else { b.extract::<i128>().ok() };
+    let (Some((lo, hi)), Some(v)) = (range, value) else { return Ok(Some(b.clone())) };
+    if (is_min && v > hi) || (!is_min && v < lo) {
+        let side = if is_min { "min" } else { "max" };
+        return Err(runtime_err(format!("Clamp {side} value {} is outside the representable range of {}", format_g(v as f64), dtype.title())));
+    }
+    let v = v.clamp(lo, hi) as i64;
+    Ok(Some(pyo3::IntoPyObject::into_pyobject(v, py)?.into_any()))
+}
+
+/// C++ stream formatting of a double (6 significant digits, %g), as in torch's messages.
+fn format_g(v: f64) -> String {
+    if v == 0.0 || !v.is_finite() {
+        return format!("{v}");
+    }
+    let exp = v.abs().log10().floor() as i32;
+    let trim = |s: String| if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.').to_string() } else { s };
+    if (-5..6).contains(&exp) {
+        trim(format!("{:.*}", (5 - exp).max(0) as usize, v))
+    } else {
+        let m = format!("{:.5e}", v);
+        let (mant, e) = m.split_once('e').unwrap_or((&m, "0"));
+        let e: i32 = e.parse().unwrap_or(0);
+        format!("{}e{}{:02}", trim(mant.to_string()), if e < 0 { '-' } else { '+' }, e.abs())
+    }
 }
 
 fn clamp_side(x: &PyTensor, bound: Operand<'_>, op: BinOp) -> PyResult<PyTensor> {

@@ -666,7 +666,7 @@ impl PyTensor {
 /// torch's "value cannot be converted to type X without overflow" for a number written into an integer
 /// or 16/32-bit float tensor: values past the type's range, and NaN or the infinities for integers (unsigned
 /// bytes take down to -255, as c10).
-fn check_fits(v: Scalar, dtype: DType) -> PyResult<()> {
+pub(crate) fn check_fits(v: Scalar, dtype: DType) -> PyResult<()> {
     let (name, lo, hi) = match dtype {
         DType::I64 => ("int64_t", i64::MIN as f64, i64::MAX as f64),
         DType::I32 => ("int", i32::MIN as f64, i32::MAX as f64),
