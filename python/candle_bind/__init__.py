@@ -252,7 +252,7 @@ del _name, _target
 # Op families in modules of their own. Each module lists FUNCTIONS (torch.<name>), METHODS (Tensor.<name>,
 # set only where the Rust Tensor has none) and INPLACE (Tensor.<name>_ from the method, torch's in-place rule).
 # Keep these modules light at import (numpy/scipy-style dependencies load inside the functions).
-_OP_FAMILIES = ("_blas_ops", "_layout_ops", "_math_ops", "_reduce_ops", "_shape_ops", "_scatter_ops", "_nn_ops", "_stats_ops", "_calculus_ops", "_numeric_ops", "_random_ops", "_linalg_entry", "_special_ops", "_opmath", "_dtype_rules", "_spectral_ops")
+_OP_FAMILIES = ("_blas_ops", "_layout_ops", "_math_ops", "_reduce_ops", "_shape_ops", "_scatter_ops", "_nn_ops", "_stats_ops", "_calculus_ops", "_numeric_ops", "_random_ops", "_linalg_entry", "_special_ops", "_opmath", "_dtype_rules", "_spectral_ops", "_inplace_ops", "_tensor_info")
 _FAMILY_FUNCTIONS = []
 
 

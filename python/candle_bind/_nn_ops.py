@@ -167,6 +167,97 @@ def _safe_softmax(input, dim, dtype=None):
     return out
 
 
+# torch.<op> for nn.functional ops whose positional arguments torch's own form shares.
+(celu, selu, threshold, prelu, hardshrink, pixel_shuffle, pixel_unshuffle, channel_shuffle, cosine_similarity,
+ pairwise_distance, pdist, bilinear, adaptive_avg_pool1d, max_pool1d, max_pool2d, max_pool3d, avg_pool1d,
+ max_pool1d_with_indices) = (_functional(n) for n in (
+    "celu", "selu", "threshold", "prelu", "hardshrink", "pixel_shuffle", "pixel_unshuffle", "channel_shuffle",
+    "cosine_similarity", "pairwise_distance", "pdist", "bilinear", "adaptive_avg_pool1d", "max_pool1d",
+    "max_pool2d", "max_pool3d", "avg_pool1d", "max_pool1d_with_indices"))
+native_channel_shuffle = channel_shuffle
+
+
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):
+    from .nn.functional import rrelu as f
+
+    return f(input, lower, upper, training)
+
+
+def adaptive_max_pool1d(input, output_size):
+    from .nn.functional import adaptive_max_pool1d as f
+
+    return f(input, output_size, return_indices=True)  # aten's form returns (values, indices)
+
+
+def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
+    from .nn.functional import embedding as f
+
+    return f(indices, weight)  # aten's order: the table first; padding_idx only steers gradients
+
+
+def batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled=True):
+    from .nn.functional import batch_norm as f
+
+    return f(input, running_mean, running_var, weight, bias, training, momentum, eps)
+
+
+def instance_norm(input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps,
+                  cudnn_enabled=True):
+    from .nn.functional import instance_norm as f
+
+    return f(input, running_mean, running_var, weight, bias, use_input_stats, momentum, eps)
+
+
+def _dropout(name: str):
+    def forward(input, p, train):
+        from .nn import functional
+
+        if not 0 <= p <= 1:
+            raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {p}")
+        if not train or p == 0:
+            return input  # aten hands back the input itself
+        if name == "feature_dropout":
+            if input.dim() < 2:
+                raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+            keep = functional.dropout(input.new_ones(input.shape[:2] + (1,) * (input.dim() - 2)), p, True)
+            return input * keep
+        return getattr(functional, name)(input, p, True)
+
+    forward.__name__ = forward.__qualname__ = name
+    return forward
+
+
+dropout, alpha_dropout, feature_dropout, feature_alpha_dropout = (
+    _dropout(n) for n in ("dropout", "alpha_dropout", "feature_dropout", "feature_alpha_dropout"))
+
+
+def _inplace(name: str, op):
+    """torch.<name>_ (and F.<name>_): the out-of-place op's result written into the input."""
+    def forward(input, *args, **kwargs):
+        out = op(input, *args, **kwargs)
+        if out is not input:
+            input.copy_(out)
+        return input
+
+    forward.__name__ = forward.__qualname__ = name + "_"
+    return forward
+
+
+def _f_inplace(name: str):
+    return _inplace(name, _functional(name))
+
+
+def relu_(input):
+    return input.relu_()
+
+
+(celu_, selu_, threshold_, elu_, leaky_relu_, hardtanh_) = (
+    _f_inplace(n) for n in ("celu", "selu", "threshold", "elu", "leaky_relu", "hardtanh"))
+rrelu_ = _inplace("rrelu", rrelu)
+dropout_, alpha_dropout_, feature_dropout_, feature_alpha_dropout_ = (
+    _inplace(f.__name__, f) for f in (dropout, alpha_dropout, feature_dropout, feature_alpha_dropout))
+
+
 def _register_aten() -> None:
     # torch.ops.aten.<name>.default for the aten ops torch code calls directly
     from .library import _OPS, CustomOpDef
@@ -179,5 +270,12 @@ _register_aten()
 FUNCTIONS = (
     "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "layer_norm",
     "group_norm", "rms_norm", "grid_sampler_2d", "grid_sampler_3d", "native_layer_norm", "native_group_norm",
-    "native_batch_norm",
+    "native_batch_norm", "celu", "selu", "threshold", "prelu", "hardshrink", "pixel_shuffle", "pixel_unshuffle",
+    "channel_shuffle", "native_channel_shuffle", "cosine_similarity", "pairwise_distance", "pdist", "bilinear",
+    "adaptive_avg_pool1d", "adaptive_max_pool1d", "max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d",
+    "max_pool1d_with_indices", "rrelu", "embedding", "batch_norm", "instance_norm", "dropout", "alpha_dropout",
+    "feature_dropout", "feature_alpha_dropout", "relu_", "celu_", "selu_", "threshold_", "rrelu_", "dropout_",
+    "alpha_dropout_", "feature_dropout_", "feature_alpha_dropout_",
 )
+# F.<name>_ that torch.nn.functional also has
+F_INPLACE = ("relu_", "celu_", "selu_", "threshold_", "rrelu_", "elu_", "leaky_relu_", "hardtanh_")

@@ -189,13 +189,17 @@ def index_put(input, indices, values, accumulate=False):
 
 _TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
                "bfloat16": "BFloat16Tensor", "int64": "LongTensor", "int32": "IntTensor", "uint8": "ByteTensor",
-               "bool": "BoolTensor"}
+               "bool": "BoolTensor", "int8": "CharTensor", "int16": "ShortTensor", "uint16": "UInt16Tensor",
+               "uint32": "UInt32Tensor", "uint64": "UInt64Tensor", "complex64": "ComplexFloatTensor",
+               "complex128": "ComplexDoubleTensor"}
 
 
 def type(self, dtype=None, non_blocking=False, **kwargs):  # noqa: A001 - torch's name
     """Tensor.type(): 'torch.FloatTensor'-style name; Tensor.type(dtype or name): a cast."""
     if dtype is None:
-        return "torch." + _TYPE_NAMES[repr(self.dtype).rsplit(".", 1)[-1]]
+        name = repr(self.dtype).rsplit(".", 1)[-1]
+        prefix = "torch.cuda." if self.device.type == "cuda" else "torch."
+        return prefix + _TYPE_NAMES.get(name, name[:1].upper() + name[1:] + "Tensor")  # torch.Float8_e4m3fnTensor
     if isinstance(dtype, str):
         by_name = {v: k for k, v in _TYPE_NAMES.items()}
         name = dtype.rsplit(".", 1)[-1]

@@ -102,3 +102,4 @@ def _own_functions():
 
 _own_functions()
 del _own_functions
+from .._nn_ops import celu_, elu_, hardtanh_, leaky_relu_, relu_, rrelu_, selu_, threshold_  # noqa: E402,F401
