@@ -1,6 +1,8 @@
 """torch.<name> functions beside their Tensor methods: torch.<op>_ in-place forms, nn ops under torch.*,
 tensor predicates, Tensor.fill_diagonal_, clamp's bound checks; each against live torch."""
 
+import warnings
+
 import pytest
 import torch
 
@@ -65,6 +67,8 @@ def test_integer_inplace_functions():
         getattr(torch, name)(ref, b)
         getattr(cb, name)(got, to_cb(b))
         _same(ref, got)
+    with pytest.raises(TypeError):
+        cb.range(3)
 
 
 def test_nn_ops_under_torch():
@@ -113,6 +117,8 @@ def test_fill_diagonal_():
         ref, got = _pair(torch.arange(float(torch.Size(shape).numel())).reshape(shape))
         assert ref.fill_diagonal_(-1.0, wrap=wrap) is ref and got.fill_diagonal_(-1.0, wrap=wrap) is got
         _same(ref, got)
+    with pytest.raises(TypeError):
+        cb.range(3)
     ref, got = _pair(torch.zeros(6, 6))
     ref[:, 1:].fill_diagonal_(5.0)
     got[:, 1:].fill_diagonal_(5.0)
@@ -153,3 +159,39 @@ def test_clamp_number_bounds_range(dtype, bounds):
             cb.clamp(to_cb(x), **bounds)
         return
     _same(ref, cb.clamp(to_cb(x), **bounds))
+
+
+def test_asarray_frombuffer_range():
+    import numpy as np
+
+    a = np.arange(6, dtype=np.float64).reshape(2, 3)
+    for obj, kw in [(a, {}), (a, dict(dtype=torch.float32)), ([1, 2.5], {}), (3, {}), ([[True, False]], {}),
+                    ((1, 2), dict(dtype=torch.int16))]:
+        _same(torch.asarray(obj, **kw), cb.asarray(obj, **{k: getattr(cb, str(v).split(".")[-1]) for k, v in kw.items()}))
+    x = cb.ones(2)
+    assert cb.asarray(x) is x and cb.asarray(x, copy=True) is not x
+    assert cb.asarray(x, dtype=cb.int64).dtype == cb.int64
+    with pytest.raises(ValueError, match="can't alias tensor with dtype 'Float' into dtype 'Long'"):
+        cb.asarray(x, dtype=cb.int64, copy=False)
+    raw = bytes(range(16))
+    for dtype, kw in [("int16", dict(count=3, offset=2)), ("float32", {}), ("uint8", dict(offset=5)),
+                      ("bfloat16", dict(count=2)), ("int64", dict(offset=8))]:
+        _same(torch.frombuffer(bytearray(raw), dtype=getattr(torch, dtype), **kw),
+              cb.frombuffer(bytearray(raw), dtype=getattr(cb, dtype), **kw))
+    for bad in [dict(buffer=b"", dtype="int16"), dict(buffer=raw, dtype="int64", offset=3),
+                dict(buffer=raw, dtype="int32", count=5)]:
+        with pytest.raises(ValueError):
+            torch.frombuffer(bytearray(bad["buffer"]), dtype=getattr(torch, bad["dtype"]),
+                             **{k: v for k, v in bad.items() if k not in ("buffer", "dtype")})
+        with pytest.raises(ValueError):
+            cb.frombuffer(bytearray(bad["buffer"]), dtype=getattr(cb, bad["dtype"]),
+                          **{k: v for k, v in bad.items() if k not in ("buffer", "dtype")})
+    for args, kw in [((0, 1, 0.25), {}), ((1, 4), {}), ((1, 4), dict(dtype="int64")), ((5, 1, -2), {})]:
+        with pytest.warns(UserWarning, match="torch.range is deprecated"):
+            got = cb.range(*args, **{k: getattr(cb, v) for k, v in kw.items()})
+        with warnings.catch_warnings():  # torch warns once a process
+            warnings.simplefilter("ignore")
+            ref = torch.range(*args, **{k: getattr(torch, v) for k, v in kw.items()})
+        _same(ref, got)
+    with pytest.raises(TypeError):
+        cb.range(3)

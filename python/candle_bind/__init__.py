@@ -252,7 +252,7 @@ del _name, _target
 # Op families in modules of their own. Each module lists FUNCTIONS (torch.<name>), METHODS (Tensor.<name>,
 # set only where the Rust Tensor has none) and INPLACE (Tensor.<name>_ from the method, torch's in-place rule).
 # Keep these modules light at import (numpy/scipy-style dependencies load inside the functions).
-_OP_FAMILIES = ("_blas_ops", "_layout_ops", "_math_ops", "_reduce_ops", "_shape_ops", "_scatter_ops", "_nn_ops", "_stats_ops", "_calculus_ops", "_numeric_ops", "_random_ops", "_linalg_entry", "_special_ops", "_opmath", "_dtype_rules", "_spectral_ops", "_inplace_ops", "_tensor_info")
+_OP_FAMILIES = ("_blas_ops", "_layout_ops", "_math_ops", "_reduce_ops", "_shape_ops", "_scatter_ops", "_nn_ops", "_stats_ops", "_calculus_ops", "_numeric_ops", "_random_ops", "_linalg_entry", "_special_ops", "_opmath", "_dtype_rules", "_spectral_ops", "_inplace_ops", "_tensor_info", "_creation_ops")
 _FAMILY_FUNCTIONS = []
 
 
@@ -368,7 +368,7 @@ def einsum(equation: str, *operands):
         raise ValueError("einsum(): more operands were provided than specified in the equation")
     # Expand "..." to unique upper-case letters per broadcast dim.
     nell = _builtins.max((t.dim() - len(s.replace("...", "")) for s, t in zip(inputs, operands) if "..." in s), default=0)
-    ell = "".join(chr(ord("A") + i) for i in range(nell))
+    ell = "".join(chr(ord("A") + i) for i in _builtins.range(nell))
     inputs = [s.replace("...", ell[nell - (t.dim() - len(s.replace("...", ""))):]) for s, t in zip(inputs, operands)]
     if "->" not in eq:
         counts: dict = {}
