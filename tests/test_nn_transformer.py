@@ -58,6 +58,32 @@ def test_multihead_attention_unbatched_and_no_weights():
     assert c(to_cb(x), to_cb(x), to_cb(x), need_weights=False)[1] is None
 
 
+@pytest.mark.parametrize("kw", [{}, {"batch_first": True}, {"bias": False, "batch_first": True}])
+def test_multihead_self_attention_without_weights(kw):
+    # ViT's call (x, x, x, need_weights=False): one q/k/v product and the fused SDPA, as torch's fast path
+    t, c = pair("MultiheadAttention", 16, 4, **kw)
+    randomize(t)
+    c.load_state_dict(t.state_dict())
+    t.eval(), c.eval()
+    for shape in [(3, 7, 16), (1, 1, 16), (2, 33, 16)]:
+        x = make(shape, seed=9)
+        with torch.no_grad():
+            ro, _ = t(x, x, x, need_weights=False)
+        cx = to_cb(x)
+        co, cw = c(cx, cx, cx, need_weights=False)
+        assert cw is None
+        assert_same(co, ro, atol=1e-5)
+        # a transposed (non-contiguous) input
+        xt = make(shape[::-1][:1] + shape[:2], seed=10).permute(1, 2, 0)
+        with torch.no_grad():
+            ro, _ = t(xt, xt, xt, need_weights=False)
+        cxt = to_cb(xt.permute(2, 0, 1)).permute(1, 2, 0)
+        assert_same(c(cxt, cxt, cxt, need_weights=False)[0], ro, atol=1e-5)
+    with pytest.raises(AssertionError):
+        bad = cb.zeros(2, 3, 8)
+        c(bad, bad, bad, need_weights=False)
+
+
 @pytest.mark.parametrize("kw", [{}, {"norm_first": True}, {"activation": "gelu", "batch_first": True}, {"bias": False}])
 def test_encoder_decoder_layers(kw):
     te, ce = pair("TransformerEncoderLayer", 8, 2, dim_feedforward=16, dropout=0.1, **kw)

@@ -195,3 +195,38 @@ def test_asarray_frombuffer_range():
         _same(ref, got)
     with pytest.raises(TypeError):
         cb.range(3)
+
+
+@pytest.mark.parametrize("dtype", ["int64", "int32", "int16", "int8", "uint8"])
+def test_integer_trunc_division_exact_and_by_zero(dtype):
+    # integers divide exactly (no float quotient), and a zero divisor raises as torch's ZeroDivisionError
+    if dtype == "uint8":
+        a, b = torch.tensor([7, 6, 0, 100, 255, 3], dtype=torch.uint8), torch.tensor([2, 4, 5, 7, 3, 3], dtype=torch.uint8)
+    else:
+        big = 2 ** 40 + 1 if dtype == "int64" else 100
+        a = torch.tensor([7, -7, 6, -6, 0, big, -big, 9, -9]).to(getattr(torch, dtype))
+        b = torch.tensor([2, 2, -3, -3, 5, -7, 3, 3, -4]).to(getattr(torch, dtype))
+    ca, cb_ = to_cb(a), to_cb(b)
+    _same(a.div(b, rounding_mode="trunc"), ca.div(cb_, rounding_mode="trunc"))
+    _same(a.div(3, rounding_mode="trunc"), ca.div(3, rounding_mode="trunc"))
+    _same(torch.fmod(a, b), cb.fmod(ca, cb_))
+    for call in (lambda m, x: x.fmod(0), lambda m, x: x.div(m.zeros_like(x), rounding_mode="trunc"),
+                 lambda m, x: x.fmod_(m.zeros(1, dtype=m.bool).expand(x.shape))):
+        with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+            call(torch, a.clone())
+        with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+            call(cb, to_cb(a))
+    with pytest.raises(NotImplementedError, match="div_trunc_cpu"):
+        cb.tensor([True]).div(cb.tensor([True]), rounding_mode="trunc")
+
+
+def test_loss_argument_checks():
+    F = cb.nn.functional
+    with pytest.raises(RuntimeError, match="expected scalar type Long but found Float"):
+        F.multilabel_margin_loss(cb.ones(5), cb.ones(5))
+    with pytest.raises(RuntimeError, match="expected scalar type Long but found Int"):
+        F.multi_margin_loss(cb.ones(2, 5), cb.ones(2, dtype=cb.int32))
+    with pytest.raises(TypeError, match="argument 'target' .position 2. must be Tensor, not int"):
+        F.poisson_nll_loss(cb.ones(3), 3)
+    with pytest.raises(RuntimeError, match="different dtypes"):
+        cb.ones(2).heaviside(cb.ones(2, dtype=cb.float16))

@@ -852,8 +852,25 @@ impl PyTensor {
             None => binary(self, o, BinOp::Div, false),
             Some("floor") => binary(self, o, BinOp::FloorDiv, false),
             Some("trunc") => {
-                let q = binary(self, o, BinOp::Div, false)?;
                 let ct = Promotion::default().tensor(self).operand(&o).result();
+                if ct == DType::Bool {
+                    return Err(crate::error::not_implemented_err("\"div_trunc_cpu\" not implemented for 'Bool'"));
+                }
+                if !ct.is_float() {
+                    // Integers stay exact (a float quotient rounds past 2^24) and a zero divisor raises:
+                    // the floor quotient, one up where it is inexact and negative (the floor remainder,
+                    // which takes the divisor's sign, then differs in sign from the dividend).
+                    let q = binary(self, o, BinOp::FloorDiv, false)?;
+                    let r = binary(self, o, BinOp::Rem, false)?;
+                    let zero = || Operand::S(Scalar::Int(0));
+                    let inexact = binary(&r, zero(), BinOp::Ne, false)?;
+                    let negative = binary(self, zero(), BinOp::Lt, false)?;
+                    let flip = binary(&negative, Operand::T(&binary(&r, zero(), BinOp::Lt, false)?), BinOp::Xor, false)?;
+                    let up = binary(&inexact, Operand::T(&flip), BinOp::And, false)?;
+                    let t = binary(&q, Operand::T(&up), BinOp::Add, false)?;
+                    return Ok(PyTensor::new(cast(&t.t, t.dtype, ct)?, ct));
+                }
+                let q = binary(self, o, BinOp::Div, false)?;
                 let t = q.trunc()?;
                 Ok(PyTensor::new(cast(&t.t, t.dtype, ct)?, ct))
             }

@@ -194,6 +194,10 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
                      reduction="mean"):
     import math
 
+    for i, (name, v) in enumerate((("input", input), ("target", target))):
+        if not isinstance(v, _C.Tensor):
+            raise TypeError(f"poisson_nll_loss(): argument '{name}' (position {i + 1}) must be Tensor, not "
+                            f"{type(v).__name__}")
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     loss = input.exp() - target * input if log_input else input - target * (input + eps).log()
@@ -265,6 +269,11 @@ def _margin_frames(input, name):
     return input.shape[0], input.shape[1]
 
 
+def _check_long(target):
+    if target.dtype != _C.int64:
+        raise RuntimeError(f"expected scalar type Long but found {dtype_title(target.dtype)}")
+
+
 def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None, reduce=None, reduction="mean"):
     reduction = _legacy_reduction(size_average, reduce, reduction)
     if p not in (1, 2):
@@ -277,6 +286,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
         raise RuntimeError(f"inconsistent target size, expected {nframe} but got {list(target.shape)}")
     if weight is not None and not (weight.dim() <= 1 and weight.numel() == dim):
         raise RuntimeError(f"inconsistent weight size, expected {dim} but got {list(weight.shape)}")
+    _check_long(target)
     t = target.reshape(nframe, 1).long()
     if t.numel() and ((t < 0).any().item() or (t >= dim).any().item()):
         raise RuntimeError("target out of range")
@@ -303,6 +313,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
         ok = target.dim() == 2 and tuple(target.shape) == (nframe, dim)
     if not ok:
         raise RuntimeError(f"inconsistent target size: {list(target.shape)} for input of size: {list(input.shape)}")
+    _check_long(target)
     t = target.reshape(nframe, dim).long()
     if t.numel() and ((t < -1).any().item() or (t >= dim).any().item()):
         raise RuntimeError("target index is out of bounds")

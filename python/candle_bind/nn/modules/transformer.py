@@ -92,6 +92,10 @@ class MultiheadAttention(Module):
                 average_attn_weights=True, is_causal=False):
         if is_causal and attn_mask is None:
             raise RuntimeError("Need attn_mask if specifying the is_causal hint.")
+        if (not need_weights and query is key and key is value and query.dim() == 3 and attn_mask is None
+                and key_padding_mask is None and self._qkv_same_embed_dim and self.bias_k is None
+                and not self.add_zero_attn and (self.dropout == 0.0 or not self.training)):
+            return self._self_attention(query), None
         unbatched = query.dim() == 2
         if unbatched:
             query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
@@ -150,6 +154,20 @@ class MultiheadAttention(Module):
         if unbatched:
             w = w.squeeze(0)
         return out, w
+
+
+    def _self_attention(self, x):
+        """Unmasked self-attention without weights (torch's fast path, ViT and CLIP encoders): one product
+        for q, k and v, the fused SDPA over views of it, no copies of the input."""
+        x = x if self.batch_first else x.transpose(0, 1)
+        N, L, E = x.shape
+        if E != self.embed_dim:
+            raise AssertionError(f"was expecting embedding dimension of {self.embed_dim}, but got {E}")
+        qkv = F.linear(x, self.in_proj_weight, self.in_proj_bias)
+        qkv = qkv.reshape(N, L, 3, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4)
+        out = F.scaled_dot_product_attention(qkv[0], qkv[1], qkv[2])
+        out = self.out_proj(out.transpose(1, 2).reshape(N, L, E))
+        return out if self.batch_first else out.transpose(0, 1)
 
 
 def _activation(activation):
