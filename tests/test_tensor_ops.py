@@ -303,7 +303,8 @@ def test_operand_type_errors():
 @pytest.mark.parametrize("m,k,n", [(1, 768, 300), (3, 128, 70), (2, 0, 3), (0, 4, 5), (64, 64, 64), (17, 300, 520),
                                    (70, 512, 600), (5, 1, 7), (100, 1200, 300), (197, 3072, 768), (700, 300, 70),
                                    (250, 2000, 40), (600, 1024, 100), (530, 1100, 45), (1030, 70, 50),
-                                   (1100, 96, 200), (1040, 64, 1100), (300, 200, 100), (130, 2100, 200)])
+                                   (1100, 96, 200), (1040, 64, 1100), (300, 200, 100), (130, 2100, 200),
+                                   (197, 1536, 100), (90, 2600, 37)])
 @pytest.mark.parametrize("layout", ["plain", "w_t", "a_t", "batched_bcast"])
 def test_matmul_paths(m, k, n, layout):
     """Every route of the CPU matmul: dot products for few rows against Wᵀ, split gemm, threaded gemm, and a

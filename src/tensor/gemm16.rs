@@ -555,7 +555,12 @@ pub unsafe fn gemm_f32(m: usize, n: usize, k: usize, a: Operand<f32>, b: Operand
         // (`w_tiles` writes 12-column strips of 32 rows: 12% slower at 512-1024 rows of 768 on a
         // Sapphire Rapids-class Xeon); below that, and on AMD, W read in place saves the packing.
         let many_rows = crate::isa::intel() && (m >= 512 || (k <= 512 && m >= 128));
-        if b.rs == 1 && a.cs == 1 && k <= W_TILES_MAX_K && !many_rows {
+        // Past W_TILES_MAX_K (in slices of k) only for few rows, where packing all of W costs most, and
+        // W's rows not 4 KB apart (then they share one L1 set and evict each other): 96 rows of 4864
+        // into 896 at 0.83 of torch's time against 1.03 packed, 3072 (aliased) no faster (Emerald
+        // Rapids Xeon, 1 thread).
+        let long_k_ok = m <= 128 && (b.cs * 4) % 4096 != 0;
+        if b.rs == 1 && a.cs == 1 && (k <= W_TILES_MAX_K || long_k_ok) && !many_rows {
             w_tiles(m, n, k, a, b, SendPtr(out), ldo, threads)
         } else {
             tiles::<f32>(m, n, k, a, b, SendPtr(out), ldo, threads)
@@ -570,6 +575,9 @@ const PASS_BYTES: usize = 768 << 10;
 /// Past this inner dim a tile's 12 rows of W and its panel no longer sit in L2 beside each other
 /// (measured: 8% slower than the packed tiles at k = 3072); the packed tiles slice k.
 const W_TILES_MAX_K: usize = 2048;
+/// Inner dims past `W_SLICE_K` go through `w_tiles` in slices of about `W_SLICE`.
+const W_SLICE_K: usize = 1024;
+const W_SLICE: usize = 768;
 
 /// `x @ W.T` with x's and W's rows contiguous in k: tiles of 12 rows of W (output columns) × 32
 /// rows of x (output rows, in the lanes). W is read as it is, its elements broadcast, so nothing of
@@ -590,31 +598,40 @@ unsafe fn w_tiles(m: usize, n: usize, k: usize, a: Operand<f32>, b: Operand<f32>
     let ntiles = n.div_ceil(WR);
     let tasks = threads.min(ntiles);
     let panels = &panels;
+    // A long inner dim goes in slices, each summed into the output: a whole panel of k = 3072 left
+    // one panel per pass, so W (9 MB for 3072 into 768) came from L3 once per 32 rows of x (197 rows:
+    // 1.47x torch's time at 1 thread on an Emerald Rapids Xeon).
+    let kc = if k <= W_SLICE_K { k } else { k.div_ceil(k.div_ceil(W_SLICE)) };
     // x's panels in passes that stay in L2 while every W tile of the task goes past them: all of
     // x read again per W tile came from L3 (1024 rows of 768: 768 MB a call, at half the FMA rate
     // on a mesh-L3 Xeon); W is read once per pass instead.
-    let group = (PASS_BYTES / (k * NV * 4)).max(1);
+    let group = (PASS_BYTES / (kc * NV * 4)).max(1);
     let task = |t: usize| {
         let (t0, t1) = split(ntiles, tasks, t);
-        for g0 in (0..mtiles).step_by(group) {
-            for ti in t0..t1 {
-                let (j0, rows) = (ti * WR, WR.min(n - ti * WR));
-                for p in g0..(g0 + group).min(mtiles) {
-                    let (i0, cols) = (p * NV, NV.min(m - p * NV));
-                    // SAFETY: W rows j0..j0 + rows hold k elements at b.cs apart; panel p holds k × 32;
-                    // output rows i0.. and columns j0.. are this task's own.
-                    unsafe {
-                        let (w, xt, o) = (b.offset(j0 * b.cs).ptr, panels[p * k * NV..].as_ptr() as *const f32, out.get().add(i0 * ldo + j0));
-                        // The pass's first panel also asks for the next tile's rows of W: a weight is
-                        // read once per forward, from memory, in 12 short streams the hardware
-                        // prefetcher is slow to follow (18 ms of a 135M model's 128-token prefill).
-                        let next = if p == g0 && ti + 1 < t1 { (b.offset((j0 + WR) * b.cs).ptr, WR.min(n - j0 - WR)) } else { (w, 0) };
-                        if cols <= 16 {
-                            w_kernel::<1>(w, b.cs, xt, k, o, ldo, rows, cols, next)
-                        } else {
-                            w_kernel::<2>(w, b.cs, xt, k, o, ldo, rows, cols, next)
-                        }
-                    };
+        for k0 in (0..k).step_by(kc) {
+            let (kl, sum) = (kc.min(k - k0), k0 > 0);
+            for g0 in (0..mtiles).step_by(group) {
+                for ti in t0..t1 {
+                    let (j0, rows) = (ti * WR, WR.min(n - ti * WR));
+                    for p in g0..(g0 + group).min(mtiles) {
+                        let (i0, cols) = (p * NV, NV.min(m - p * NV));
+                        // SAFETY: W rows j0..j0 + rows hold k elements at b.cs apart; panel p holds k × 32
+                        // ([k][32], so its slice k0.. starts at k0 · 32); output rows i0.. and columns
+                        // j0.. are this task's own.
+                        unsafe {
+                            let w = b.offset(j0 * b.cs).ptr.add(k0);
+                            let (xt, o) = (panels[p * k * NV + k0 * NV..].as_ptr() as *const f32, out.get().add(i0 * ldo + j0));
+                            // The pass's first panel also asks for the next tile's rows of W: a weight is
+                            // read once per forward, from memory, in 12 short streams the hardware
+                            // prefetcher is slow to follow (18 ms of a 135M model's 128-token prefill).
+                            let next = if p == g0 && ti + 1 < t1 { (b.offset((j0 + WR) * b.cs).ptr.add(k0), WR.min(n - j0 - WR)) } else { (w, 0) };
+                            if cols <= 16 {
+                                w_kernel::<1>(w, b.cs, xt, kl, o, ldo, rows, cols, next, sum)
+                            } else {
+                                w_kernel::<2>(w, b.cs, xt, kl, o, ldo, rows, cols, next, sum)
+                            }
+                        };
+                    }
                 }
             }
         }
@@ -629,26 +646,32 @@ unsafe fn w_tiles(m: usize, n: usize, k: usize, a: Operand<f32>, b: Operand<f32>
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,fma")]
 #[allow(clippy::too_many_arguments)]
 unsafe fn w_kernel<const V: usize>(
-    w: *const f32, ldw: usize, xt: *const f32, k: usize, out: *mut f32, ldo: usize, rows: usize, cols: usize, (ahead, ahead_rows): (*const f32, usize),
+    w: *const f32, ldw: usize, xt: *const f32, k: usize, out: *mut f32, ldo: usize, rows: usize, cols: usize, (ahead_ptr, ahead_rows): (*const f32, usize),
+    sum: bool,
 ) {
     use std::arch::x86_64::*;
     let mut acc = [[_mm512_setzero_ps(); V]; WR];
     // Rows past `rows` read row 0 again (their sums are dropped): no read past W.
     let wr: [*const f32; WR] = std::array::from_fn(|i| if i < rows { w.wrapping_add(i * ldw) } else { w });
-    let lines = if ahead_rows == WR { WR * k.div_ceil(16) } else { 0 };
+    let ahead = ahead_rows == WR;
     // SAFETY: the caller's bounds.
     unsafe {
-        for p in 0..k {
-            // Line p of the next tile's rows (row p % 12, its (p / 12)-th line) into L2: the
-            // 12·k/16 lines over this kernel's k steps.
-            if p < lines {
-                _mm_prefetch::<_MM_HINT_T1>(ahead.wrapping_add(p % WR * ldw + p / WR * 16) as *const i8);
+        for p0 in (0..k).step_by(16) {
+            // One line of each of the next tile's rows into L2 per 16 steps (one line of this tile's
+            // rows): outside the steps, whose loop then holds only loads and FMAs (the per-step
+            // prefetch's address arithmetic made it front-end bound).
+            if ahead {
+                for i in 0..WR {
+                    _mm_prefetch::<_MM_HINT_T1>(ahead_ptr.wrapping_add(i * ldw + p0) as *const i8);
+                }
             }
-            let xv: [__m512; V] = std::array::from_fn(|v| _mm512_loadu_ps(xt.add(p * NV + 16 * v)));
-            for (i, acci) in acc.iter_mut().enumerate() {
-                let wv = _mm512_set1_ps(*wr[i].add(p));
-                for v in 0..V {
-                    acci[v] = _mm512_fmadd_ps(wv, xv[v], acci[v]);
+            for p in p0..(p0 + 16).min(k) {
+                let xv: [__m512; V] = std::array::from_fn(|v| _mm512_loadu_ps(xt.add(p * NV + 16 * v)));
+                for (i, acci) in acc.iter_mut().enumerate() {
+                    let wv = _mm512_set1_ps(*wr[i].add(p));
+                    for v in 0..V {
+                        acci[v] = _mm512_fmadd_ps(wv, xv[v], acci[v]);
+                    }
                 }
             }
         }
@@ -660,7 +683,10 @@ unsafe fn w_kernel<const V: usize>(
             for (t, x) in r.iter().enumerate() {
                 let c = 16 * v + TRANSPOSE_ORDER[t];
                 if c < cols {
-                    _mm512_mask_storeu_epi32(out.add(c * ldo) as *mut i32, mask, *x);
+                    let o = out.add(c * ldo);
+                    // A later slice of k adds to what the earlier ones left.
+                    let x = if sum { _mm512_castps_si512(_mm512_add_ps(_mm512_maskz_loadu_ps(mask, o), _mm512_castsi512_ps(*x))) } else { *x };
+                    _mm512_mask_storeu_epi32(o as *mut i32, mask, x);
                 }
             }
         }
@@ -670,6 +696,6 @@ unsafe fn w_kernel<const V: usize>(
 #[cfg(not(target_arch = "x86_64"))]
 #[allow(clippy::too_many_arguments)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn w_kernel<const V: usize>(_: *const f32, _: usize, _: *const f32, _: usize, _: *mut f32, _: usize, _: usize, _: usize, _: (*const f32, usize)) {
+unsafe fn w_kernel<const V: usize>(_: *const f32, _: usize, _: *const f32, _: usize, _: *mut f32, _: usize, _: usize, _: usize, _: (*const f32, usize), _: bool) {
     unreachable!("only at the AVX-512 level")
 }
