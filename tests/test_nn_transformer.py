@@ -79,7 +79,7 @@ def test_multihead_self_attention_without_weights(kw):
             ro, _ = t(xt, xt, xt, need_weights=False)
         cxt = to_cb(xt.permute(2, 0, 1)).permute(1, 2, 0)
         assert_same(c(cxt, cxt, cxt, need_weights=False)[0], ro, atol=1e-5)
-    with pytest.raises(AssertionError):
+    with pytest.raises(RuntimeError, match="passed-in embed_dim 16 didn't match last dim of query 8"):
         bad = cb.zeros(2, 3, 8)
         c(bad, bad, bad, need_weights=False)
 

@@ -162,7 +162,8 @@ class MultiheadAttention(Module):
         x = x if self.batch_first else x.transpose(0, 1)
         N, L, E = x.shape
         if E != self.embed_dim:
-            raise AssertionError(f"was expecting embedding dimension of {self.embed_dim}, but got {E}")
+            # torch's fast path (inference: no_grad) raises this; its slow path asserts
+            raise RuntimeError(f"passed-in embed_dim {self.embed_dim} didn't match last dim of query {E}")
         qkv = F.linear(x, self.in_proj_weight, self.in_proj_bias)
         qkv = qkv.reshape(N, L, 3, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4)
         out = F.scaled_dot_product_attention(qkv[0], qkv[1], qkv[2])
