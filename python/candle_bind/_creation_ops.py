@@ -8,6 +8,7 @@ import math
 import warnings
 
 from . import _C
+from ._tensor import dtype_title
 
 
 def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
@@ -16,7 +17,8 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
     if isinstance(obj, _C.Tensor) or type(obj).__name__ == "ComplexTensor":
         out = obj.to(device=device if device is not None else obj.device, dtype=dtype or obj.dtype)
         if out is not obj and copy is False:
-            raise ValueError(f"can't alias tensor with dtype '{_title(obj.dtype)}' into dtype '{_title(out.dtype)}'.")
+            raise ValueError(f"can't alias tensor with dtype '{dtype_title(obj.dtype)}' into dtype "
+                             f"'{dtype_title(out.dtype)}'.")
         return out.clone() if copy and out is obj else out
     if copy is False:
         raise ValueError("can't alias a non-tensor object without copying: candle_bind copies numpy and buffers")
@@ -26,18 +28,13 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
     return out
 
 
-def _title(dtype) -> str:
-    name = repr(dtype).rsplit(".", 1)[-1]
-    return {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16", "int64": "Long",
-            "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}.get(name, name)
-
-
 def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
     import numpy as np
 
     from . import bfloat16, from_numpy
 
-    item = _C.empty(0, dtype=dtype).element_size()
+    probe = _C.empty(0, dtype=dtype)
+    item = probe.element_size()
     length = memoryview(buffer).nbytes
     if length <= 0 or count == 0:
         raise ValueError(f"both buffer length ({length}) and count ({count}) must not be 0")
@@ -53,8 +50,7 @@ def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
     if dtype == bfloat16:  # numpy has no bfloat16: the bits as uint16, widened to float32 and rounded back exactly
         bits = np.frombuffer(buffer, dtype=np.uint16, count=count, offset=offset)
         return from_numpy((bits.astype(np.uint32) << 16).view(np.float32)).to(bfloat16)
-    np_dtype = _C.empty(0, dtype=dtype).numpy().dtype
-    return from_numpy(np.frombuffer(buffer, dtype=np_dtype, count=count, offset=offset))
+    return from_numpy(np.frombuffer(buffer, dtype=probe.numpy().dtype, count=count, offset=offset))
 
 
 def range(start, end, step=1, *, dtype=None, layout=None, device=None, pin_memory=False,  # noqa: A001

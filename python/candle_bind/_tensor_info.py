@@ -4,8 +4,6 @@ typename, is_storage. A family module (see _OP_FAMILIES).
 
 from __future__ import annotations
 
-from . import _C
-
 
 def is_same_size(self, other) -> bool:
     return tuple(self.shape) == tuple(other.shape)
@@ -28,7 +26,9 @@ def is_inference(self) -> bool:
 
 
 def typename(obj, /) -> str:
-    if isinstance(obj, _C.Tensor) or hasattr(obj, "is_complex") and hasattr(obj, "type") and hasattr(obj, "shape"):
+    from . import is_tensor
+
+    if is_tensor(obj):
         return obj.type()
     module = getattr(obj, "__module__", "") or ""
     if hasattr(obj, "__qualname__"):

@@ -1026,8 +1026,7 @@ impl PyTensor {
         }
         // An integer tensor's integer bounds saturate to its range; a min above it or a max below it
         // raises (torch).
-        let py = self_py(min.or(max));
-        let (min, max) = (int_bound(py, self.dtype, min, true)?, int_bound(py, self.dtype, max, false)?);
+        let (min, max) = (int_bound(self.dtype, min, true)?, int_bound(self.dtype, max, false)?);
         let (min, max) = (min.as_ref(), max.as_ref());
         let lo = min.map(|m| operand(m, "clamp")).transpose()?;
         let hi = max.map(|m| operand(m, "clamp")).transpose()?;
@@ -1274,13 +1273,9 @@ pub(crate) fn number_bounds(x: &PyTensor, min: Option<&Bound<'_, PyAny>>, max: O
     Some((number(min, f32::NEG_INFINITY)?, number(max, f32::INFINITY)?))
 }
 
-fn self_py<'py>(b: Option<&Bound<'py, PyAny>>) -> Option<Python<'py>> {
-    b.map(|b| b.py())
-}
-
 /// A Python-int bound of an integer tensor's clamp, saturated to the dtype's range.
-fn int_bound<'py>(py: Option<Python<'py>>, dtype: DType, bound: Option<&Bound<'py, PyAny>>, is_min: bool) -> PyResult<Option<Bound<'py, PyAny>>> {
-    let (Some(py), Some(b)) = (py, bound) else { return Ok(None) };
+fn int_bound<'py>(dtype: DType, bound: Option<&Bound<'py, PyAny>>, is_min: bool) -> PyResult<Option<Bound<'py, PyAny>>> {
+    let Some(b) = bound else { return Ok(None) };
     let range = match dtype {
         DType::U8 => Some((0i128, u8::MAX as i128)),
         DType::I8 => Some((i8::MIN as i128, i8::MAX as i128)),
@@ -1296,7 +1291,7 @@ fn int_bound<'py>(py: Option<Python<'py>>, dtype: DType, bound: Option<&Bound<'p
         return Err(runtime_err(format!("Clamp {side} value {} is outside the representable range of {}", format_g(v as f64), dtype.title())));
     }
     let v = v.clamp(lo, hi) as i64;
-    Ok(Some(pyo3::IntoPyObject::into_pyobject(v, py)?.into_any()))
+    Ok(Some(pyo3::IntoPyObject::into_pyobject(v, b.py())?.into_any()))
 }
 
 /// C++ stream formatting of a double (6 significant digits, %g), as in torch's messages.
