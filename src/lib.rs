@@ -139,7 +139,7 @@ mod candle_bind_c {
     #[pymodule_export]
     use crate::nn::rnn::rnn_scan;
     #[pymodule_export]
-    use crate::tensor::select::{bucketize, searchsorted, unique};
+    use crate::tensor::order::{bucketize, searchsorted, unique};
     #[pymodule_export]
     use crate::tensor::special::{special_binary, special_unary};
     #[pymodule_export]

@@ -17,6 +17,7 @@ pub mod reduce;
 pub mod scan;
 pub mod scatter;
 pub mod sample;
+pub mod order;
 pub mod select;
 pub mod special;
 pub mod shape;
