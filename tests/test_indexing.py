@@ -380,13 +380,14 @@ def test_sort_nan_and_ties():
         assert_same(to_cb(x).sort(descending=desc, stable=True).indices, x.sort(descending=desc, stable=True).indices)
 
 
-@pytest.mark.parametrize("n", [513, 1000, 1001, 1002, 1003, 4097, 32001])
+@pytest.mark.parametrize("n", [513, 1000, 4096, 4097, 4098, 4099, 4100, 32001])
 @pytest.mark.parametrize("kind", ["random", "ties", "masked", "nan", "half_masked", "both_ends", "f16_masked"])
 def test_sort_long_rows_stable(n, kind):
-    """Rows past 512 take the radix sort (four quarters' cursors side by side): every length mod 4, repeated
-    keys, logits masked to -inf, NaN; values and positions as torch's stable sort. Keys equal to a row's
-    first or last one, an eighth of it or more, are partitioned off first: masked rows (what is left short
-    or past 512), -inf and +inf at both ends, NaN (the last key), half precision."""
+    """Rows past 4096 take the radix sort (four quarters' cursors side by side), shorter ones the comparison
+    sort: every length mod 4 past it, repeated keys, logits masked to -inf, NaN; values and positions as
+    torch's stable sort. Keys equal to a row's first or last one, an eighth of it or more, are partitioned
+    off first: masked rows (what is left short or past 4096), -inf and +inf at both ends, NaN (the last
+    key), half precision."""
     x = torch.randn(3, n, generator=torch.Generator().manual_seed(n))
     drop = torch.rand(3, n, generator=torch.Generator().manual_seed(n + 1))
     if kind == "ties":
@@ -422,6 +423,36 @@ def test_topk(k, largest):
     assert_same(cb.topk(to_cb(x.t()), 2, dim=0).values, torch.topk(x.t(), 2, dim=0).values)
     with pytest.raises(RuntimeError, match="out of range"):
         to_cb(x).topk(32001)
+
+
+@pytest.mark.parametrize("n", [17, 1000, 32003])
+@pytest.mark.parametrize("kind", ["random", "ties", "nan", "masked", "ascending", "int32", "f16"])
+def test_topk_long_rows(n, kind):
+    """Once a row's buffer of candidates is full, top-k skips whole chunks of 16 that cannot enter it:
+    rows with a tail past the last chunk, ties (the earlier position wins), NaN (largest, as in torch),
+    rows masked to -inf, a rising row (every chunk passes), integer and half keys."""
+    g = torch.Generator().manual_seed(n)
+    x = torch.randn(3, n, generator=g)
+    if kind == "ties":
+        x = (x * 2).round() / 2
+    elif kind == "nan":
+        x[torch.rand(3, n, generator=g) > 0.99] = float("nan")
+    elif kind == "masked":
+        x[torch.rand(3, n, generator=g) > 0.02] = -float("inf")
+    elif kind == "ascending":
+        x = torch.arange(3 * n, dtype=torch.float32).reshape(3, n)
+    elif kind == "int32":
+        x = torch.randint(-50, 50, (3, n), generator=g, dtype=torch.int32)
+    elif kind == "f16":
+        x = x.half()
+    for k in {1, 7, min(50, n)}:
+        for largest in (True, False):
+            r, tr = to_cb(x).topk(k, largest=largest), x.topk(k, largest=largest)
+            assert_same(r.values, tr.values)
+            assert_same(to_cb(x).gather(-1, r.indices), tr.values)
+            # Among equal values the first positions are taken, in order (torch's CPU kernel here).
+            expect = x.sort(descending=largest, stable=True).indices[:, :k]
+            assert_same(r.indices, expect)
 
 
 def test_kthvalue():
