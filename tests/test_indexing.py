@@ -455,6 +455,22 @@ def test_topk_long_rows(n, kind):
             assert_same(r.indices, expect)
 
 
+def test_topk_edge_shapes():
+    """0-d tensors (k 0 or 1 gives the element, as torch), empty rows and one-element dims."""
+    for x in [torch.tensor(3.0), torch.empty(0, 5), torch.empty(4, 0), torch.randn(1, 1)]:
+        for k in (0, 1):
+            for dim in (0, -1):
+                try:
+                    expect = x.topk(k, dim)
+                except RuntimeError:
+                    with pytest.raises(RuntimeError, match="out of range"):
+                        to_cb(x).topk(k, dim)
+                    continue
+                r = to_cb(x).topk(k, dim)
+                assert_same(r.values, expect.values)
+                assert_same(r.indices, expect.indices)
+
+
 def test_kthvalue():
     x = torch.randperm(40, generator=torch.Generator().manual_seed(5)).reshape(5, 8).float()
     for k, dim, keep in [(1, -1, False), (3, 0, True), (8, 1, False)]:

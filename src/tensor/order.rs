@@ -337,7 +337,9 @@ impl PyTensor {
         if k < 0 || k as usize > n {
             return Err(runtime_err(format!("selected index k out of range (k = {k}, size along dim {d} = {n})")));
         }
-        let (v, i) = self.order_rows(d, Order::Top(k as usize, largest))?;
+        // A 0-d tensor is its own top element for k = 0 as for k = 1, as in torch.
+        let k = if self.rank() == 0 { 1 } else { k as usize };
+        let (v, i) = self.order_rows(d, Order::Top(k, largest))?;
         values_indices(py, "topk", v, i)
     }
     #[pyo3(signature = (k, dim=-1, keepdim=false))]
