@@ -260,7 +260,8 @@ def test_functional_weight_views():
 # dilation; k4 s2 p1 (phases padded on one side, read in place with one extra output); k2 s2 (1x1
 # phases, a plain product); output_padding; stride and dilation sharing a factor (phases no tap
 # reaches: the bias alone); padding past the kernel (phases that crop the input: a padded copy);
-# unequal strides; a long 1-D signal; 3-D.
+# unequal strides; a long 1-D signal; 3-D; rows of an odd width past 64 over grouped input channels
+# in more than one block of 16 (the phase weights' copy, the vector interleave and its tails).
 TRANSPOSED = [
     ("ConvTranspose2d", dict(in_channels=32, out_channels=24, kernel_size=3, padding=1), (1, 32, 20, 21)),
     ("ConvTranspose2d", dict(in_channels=12, out_channels=9, kernel_size=3, padding=2, dilation=2, groups=3), (2, 12, 9, 10)),
@@ -272,6 +273,7 @@ TRANSPOSED = [
     ("ConvTranspose2d", dict(in_channels=6, out_channels=4, kernel_size=(3, 5), stride=(1, 3), padding=(1, 2), groups=2), (2, 6, 5, 8)),
     ("ConvTranspose1d", dict(in_channels=8, out_channels=4, kernel_size=7, stride=3, padding=2), (1, 8, 1500)),
     ("ConvTranspose3d", dict(in_channels=4, out_channels=6, kernel_size=3, stride=2, padding=1, output_padding=(1, 0, 1)), (1, 4, 4, 5, 3)),
+    ("ConvTranspose2d", dict(in_channels=40, out_channels=12, kernel_size=3, stride=2, padding=1, groups=2), (1, 40, 5, 37)),
 ]
 
 
