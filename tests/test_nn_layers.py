@@ -338,6 +338,23 @@ def test_max_pool_nan_and_dtypes_with_and_without_indices(dtype):
     assert_same(F.max_pool1d(to_cb(x1), 4, 3, 2, ceil_mode=True), torch.nn.functional.max_pool1d(x1, 4, 3, 2, ceil_mode=True))
 
 
+@pytest.mark.parametrize("kw", [dict(kernel_size=3, stride=2, padding=1), dict(kernel_size=3, stride=1, padding=1),
+                                dict(kernel_size=(2, 5), stride=(2, 3), padding=(0, 2), ceil_mode=True),
+                                dict(kernel_size=3, stride=2, dilation=2, padding=1), dict(kernel_size=2)])
+def test_pool_long_rows(kw):
+    """Rows long enough for the vector runs along W (the max or sum of k taps at every start, picked at
+    the windows' starts) and their tails, with edge windows into the padding, NaN and -inf inside
+    and on the edges; max exact, average within float tolerance, both without indices."""
+    x = make((2, 3, 9, 70), seed=12)
+    x[0, 0, 3, 0] = x[0, 1, 2, 37] = x[1, 2, 8, 69] = math.nan
+    x[1, 0, 4, 15] = -math.inf
+    assert_same(F.max_pool2d(to_cb(x), **kw), torch.nn.functional.max_pool2d(x, **kw))
+    x = make((1, 4, 6, 37), seed=13)
+    for extra in (dict(), dict(count_include_pad=False)):
+        if kw.get("dilation", 1) == 1:
+            assert_same(F.avg_pool2d(to_cb(x), **kw, **extra), torch.nn.functional.avg_pool2d(x, **kw, **extra), atol=1e-6)
+
+
 @pytest.mark.parametrize("cls,shape,k,s,p,d", [
     ("Conv2d", (2, 8, 12, 15), 3, 1, 1, 1), ("Conv2d", (1, 6, 14, 14), 7, 1, 3, 1), ("Conv2d", (2, 4, 11, 9), 3, 2, 1, 1),
     ("Conv2d", (1, 8, 9, 11), (3, 5), 1, (0, 2), (2, 1)), ("Conv2d", (1, 4, 5, 5), 5, 1, 0, 1), ("Conv1d", (2, 6, 17), 4, 1, 0, 3),
