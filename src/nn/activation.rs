@@ -2,7 +2,7 @@
 
 use pyo3::prelude::*;
 
-use crate::tensor::arith::float_unary;
+use crate::tensor::unary::float_unary;
 use crate::tensor::kernels::{erf_rational_f32, exp_f32, ln_pos_f32, tanh_f32};
 use crate::tensor::PyTensor;
 

@@ -589,7 +589,7 @@ fn scan_dev(
                 (hn, None)
             }
             "RNN_TANH" => ((&x + &g).py()?.tanh().py()?, None),
-            _ => (crate::tensor::arith::dev::relu(&(&x + &g).py()?)?, None),
+            _ => (crate::tensor::unary::dev::relu(&(&x + &g).py()?)?, None),
         };
         match &keep_all {
             Some(keep) => {

@@ -2,6 +2,7 @@
 //! Methods are spread over the files of this module (pyo3 `multiple-pymethods`), one per area.
 
 pub mod arith;
+pub mod unary;
 pub mod convert;
 pub mod creation;
 pub mod dlpack;
