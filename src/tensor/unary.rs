@@ -197,8 +197,6 @@ float_methods! {
     expm1: f32::exp_m1, f64::exp_m1, host;
     sqrt: f32::sqrt, f64::sqrt, (|t: &Tensor| t.sqrt());
     rsqrt: |x: f32| 1.0 / x.sqrt(), |x: f64| 1.0 / x.sqrt(), (|t: &Tensor| t.sqrt()?.recip());
-    sin: f32::sin, f64::sin, (|t: &Tensor| t.sin());
-    cos: f32::cos, f64::cos, (|t: &Tensor| t.cos());
     tan: f32::tan, f64::tan, (|t: &Tensor| t.sin()? / t.cos()?);
     asin: f32::asin, f64::asin, host;
     acos: f32::acos, f64::acos, host;
@@ -215,6 +213,12 @@ float_methods! {
 
 #[pymethods]
 impl PyTensor {
+    pub fn sin(&self) -> PyResult<PyTensor> {
+        sin_quadrant(self, 0)
+    }
+    pub fn cos(&self) -> PyResult<PyTensor> {
+        sin_quadrant(self, 1)
+    }
     pub fn exp(&self) -> PyResult<PyTensor> {
         // Contiguous f32 on an AVX-512 CPU: the slice kernel (one scaling instruction).
         let avx512 = crate::isa::level() == crate::isa::Level::Avx512;
@@ -359,4 +363,22 @@ pub(crate) fn map_f32_slices(t: &Tensor, f: impl Fn(&[f32], &mut [f32]) + Sync) 
         Tensor::from_vec(out, t.dims(), &candle_core::Device::Cpu).py()
     };
     if t.elem_count() >= super::kernels::PAR_THRESHOLD { Python::attach(|py| py.detach(work)) } else { work() }
+}
+
+/// sin (quarter 0) or cos (quarter 1): float32 and 16-bit floats on the CPU by the vectorised slice
+/// kernel (other layouts copied contiguous first, 16-bit values widened and the results rounded
+/// once, as torch computes them), float64 and other devices as before.
+fn sin_quadrant(x: &PyTensor, quarter: i32) -> PyResult<PyTensor> {
+    if matches!(x.dtype, DType::F32 | DType::F16 | DType::BF16) && !x.is_meta() && is_cpu(&x.t) {
+        let t = if x.dtype == DType::F32 {
+            if x.t.is_contiguous() { x.t.clone() } else { super::copy_contiguous(&x.t)? }
+        } else {
+            cast(&x.t, x.dtype, DType::F32)?
+        };
+        let out = map_f32_slices(&t, |s, d| super::kernels::sin_quadrant_slice(s, d, quarter))?;
+        let out = if x.dtype == DType::F32 { out } else { cast(&out, DType::F32, x.dtype)? };
+        return Ok(PyTensor::new(out, x.dtype));
+    }
+    let f64f = if quarter == 0 { f64::sin } else { f64::cos };
+    float_unary(x, move |v| super::kernels::sin_quadrant_any(v, quarter), f64f, move |t: &Tensor| if quarter == 0 { t.sin() } else { t.cos() }.py())
 }
