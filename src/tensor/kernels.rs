@@ -594,6 +594,55 @@ pub fn ln_pos_f32(x: f32) -> f32 {
 }
 
 
+/// x = 2^e · m with m in [√½, √2) (subnormals scaled up first), and ln(m) by Cephes' logf
+/// polynomial in f = m - 1 (~1 ulp): the parts of `ln_f32`, `log2_f32` and `log10_f32`, no branches,
+/// so loops over them vectorise. Meaningless for x ≤ 0, inf and NaN (the callers' blends).
+#[inline(always)]
+fn ln_parts(x: f32) -> (f32, f32) {
+    let sub = x < f32::MIN_POSITIVE;
+    let bits = (if sub { x * 8_388_608.0 } else { x }).to_bits();
+    // Exponent counted from √½ (0x3f3504f3), so that the mantissa lands in [√½, √2).
+    let e = (bits.wrapping_sub(0x3f35_04f3) as i32) >> 23;
+    let m = f32::from_bits(bits.wrapping_sub((e as u32) << 23));
+    let e = e as f32 - if sub { 23.0 } else { 0.0 };
+    let f = m - 1.0;
+    let z = f * f;
+    let p = horner(f, &[3.333_333_1e-1, -2.499_999_4e-1, 2.000_071_4e-1, -1.666_805_7e-1, 1.424_932_3e-1, -1.242_014_1e-1, 1.167_699_9e-1, -1.151_461e-1, 7.037_683_6e-2]);
+    let y = (f * z).mul_add(p, (-0.5f32).mul_add(z, f));
+    (e, y)
+}
+
+/// The results of x ≤ 0, +inf and NaN, as torch's: ln(±0) = -inf, negative and NaN give NaN.
+#[inline(always)]
+fn log_specials(x: f32, v: f32) -> f32 {
+    let s = if x == 0.0 { f32::NEG_INFINITY } else { f32::NAN };
+    let v = if x > 0.0 { v } else { s };
+    if x < f32::INFINITY { v } else { x + x }
+}
+
+/// ln(x) for every f32, vectorisable (libm's was 8.6x torch's time over (4,128,1536)): e·ln2 in two
+/// parts (Cephes' 0.693359375 + -2.12194440e-4) added to ln(m). Within 1.2 ulp.
+#[inline(always)]
+pub fn ln_f32(x: f32) -> f32 {
+    let (e, y) = ln_parts(x);
+    log_specials(x, e.mul_add(0.693_359_4, e.mul_add(-2.121_944_4e-4, y)))
+}
+
+/// log2(x): e + ln(m)·log2(e) (within 2.3 ulp), exact at powers of two.
+#[inline(always)]
+pub fn log2_f32(x: f32) -> f32 {
+    let (e, y) = ln_parts(x);
+    log_specials(x, y.mul_add(std::f32::consts::LOG2_E, e))
+}
+
+/// log10(x): e·log10(2) + ln(m)·log10(e), log10(2) in two parts (the first of 8 bits, so e times
+/// it is exact): within 2.3 ulp, and log10(1000) is 3.
+#[inline(always)]
+pub fn log10_f32(x: f32) -> f32 {
+    let (e, y) = ln_parts(x);
+    log_specials(x, e.mul_add(0.300_781_25, y.mul_add(std::f32::consts::LOG10_E, e * 2.487_456_7e-4)))
+}
+
 /// Past this |x| the reduction by π/2 in `sin_quadrant_f32` would lose digits (the third part of
 /// π/2 times q): such arguments take libm's full reduction.
 pub const TRIG_REDUCED_MAX: f32 = 1_048_576.0;

@@ -190,9 +190,9 @@ fn host_unary(t: &Tensor, f32f: impl Fn(f32) -> f32 + Sync, f64f: impl Fn(f64) -
 }
 
 float_methods! {
-    log: f32::ln, f64::ln, (|t: &Tensor| t.log());
-    log2: f32::log2, f64::log2, (|t: &Tensor| t.log()? * std::f64::consts::LOG2_E);
-    log10: f32::log10, f64::log10, (|t: &Tensor| t.log()? * std::f64::consts::LOG10_E);
+    log: super::kernels::ln_f32, f64::ln, (|t: &Tensor| t.log());
+    log2: super::kernels::log2_f32, f64::log2, (|t: &Tensor| t.log()? * std::f64::consts::LOG2_E);
+    log10: super::kernels::log10_f32, f64::log10, (|t: &Tensor| t.log()? * std::f64::consts::LOG10_E);
     log1p: f32::ln_1p, f64::ln_1p, host;
     expm1: f32::exp_m1, f64::exp_m1, host;
     sqrt: f32::sqrt, f64::sqrt, (|t: &Tensor| t.sqrt());
