@@ -131,14 +131,19 @@ pub fn activation_(input: &PyTensor, name: &str) -> PyResult<bool> {
 }
 
 /// Contiguous f32 CPU input: `map` over the storage in parallel chunks. Else the general path.
-fn fused(input: &PyTensor, map: fn(&[f32], &mut [f32]), general: impl FnOnce() -> PyResult<PyTensor>) -> PyResult<PyTensor> {
+/// Either way in the input's memory order (the result keeps its strides, as torch's).
+fn fused(input: &PyTensor, map: fn(&[f32], &mut [f32]), general: impl FnOnce(&PyTensor) -> PyResult<PyTensor>) -> PyResult<PyTensor> {
+    crate::tensor::layout::unary_in_order(input, |input| fused_rows(input, map, general))
+}
+
+fn fused_rows(input: &PyTensor, map: fn(&[f32], &mut [f32]), general: impl FnOnce(&PyTensor) -> PyResult<PyTensor>) -> PyResult<PyTensor> {
     use candle_core::{Device, Storage};
     if input.dtype != crate::dtype::DType::F32 || !crate::device::cpu_kernels(&input.t) || !input.t.is_contiguous() {
-        return general();
+        return general(input);
     }
     let n = input.numel();
     let (storage, layout) = input.t.storage_and_layout();
-    let Storage::Cpu(cpu) = &*storage else { return general() };
+    let Storage::Cpu(cpu) = &*storage else { return general(input) };
     let src = &cpu.as_slice::<f32>().py()?[layout.start_offset()..layout.start_offset() + n];
     let mut out = crate::tensor::kernels::uninit_vec::<f32>(n);
     const CHUNK: usize = 16 * 1024;
@@ -157,7 +162,7 @@ fn fused(input: &PyTensor, map: fn(&[f32], &mut [f32]), general: impl FnOnce() -
 pub fn gelu(input: &PyTensor, approximate: &str) -> PyResult<PyTensor> {
     const K64: f64 = 0.797_884_560_802_865_4;
     match approximate {
-        "none" => fused(input, gelu_erf_slice, || {
+        "none" => fused(input, gelu_erf_slice, |input| {
             float_unary(
                 input,
                 gelu_erf32,
@@ -165,7 +170,7 @@ pub fn gelu(input: &PyTensor, approximate: &str) -> PyResult<PyTensor> {
                 |t: &Tensor| t.gelu_erf().py(),
             )
         }),
-        "tanh" => fused(input, gelu_tanh_slice, || {
+        "tanh" => fused(input, gelu_tanh_slice, |input| {
             float_unary(input, gelu_tanh32, |x: f64| 0.5 * x * (1.0 + (K64 * (x + 0.044715 * x * x * x)).tanh()), |t: &Tensor| t.gelu().py())
         }),
         other => Err(crate::error::runtime_err(format!("approximate argument must be either none or tanh, got {other}"))),
@@ -174,12 +179,12 @@ pub fn gelu(input: &PyTensor, approximate: &str) -> PyResult<PyTensor> {
 
 #[pyfunction]
 pub fn silu(input: &PyTensor) -> PyResult<PyTensor> {
-    fused(input, silu_slice, || float_unary(input, silu32, |x: f64| x / (1.0 + (-x).exp()), |t: &Tensor| t.silu().py()))
+    fused(input, silu_slice, |input| float_unary(input, silu32, |x: f64| x / (1.0 + (-x).exp()), |t: &Tensor| t.silu().py()))
 }
 
 #[pyfunction]
 pub fn mish(input: &PyTensor) -> PyResult<PyTensor> {
-    fused(input, mish_slice, || {
+    fused(input, mish_slice, |input| {
         float_unary(input, mish32, |x: f64| x * (if x > 20.0 { x } else { x.exp().ln_1p() }).tanh(), |t: &Tensor| {
             (t * dev::softplus(t, 1.0, 20.0)?.tanh().py()?).py()
         })
@@ -191,7 +196,7 @@ pub fn mish(input: &PyTensor) -> PyResult<PyTensor> {
 pub fn softplus(input: &PyTensor, beta: f64, threshold: f64) -> PyResult<PyTensor> {
     let (b32, t32) = (beta as f32, threshold as f32);
     if beta == 1.0 && threshold == 20.0 {
-        return fused(input, softplus_slice, || {
+        return fused(input, softplus_slice, |input| {
             float_unary(input, softplus_default32, |x: f64| if x > 20.0 { x } else { x.exp().ln_1p() }, |t: &Tensor| dev::softplus(t, 1.0, 20.0))
         });
     }
@@ -233,7 +238,7 @@ pub fn leaky_relu(input: &PyTensor, negative_slope: f64) -> PyResult<PyTensor> {
 
 #[pyfunction]
 pub fn hardsigmoid(input: &PyTensor) -> PyResult<PyTensor> {
-    fused(input, hardsigmoid_slice, || {
+    fused(input, hardsigmoid_slice, |input| {
         float_unary(input, hardsigmoid32, |x: f64| (x / 6.0 + 0.5).clamp(0.0, 1.0), |t: &Tensor| {
             t.affine(1.0 / 6.0, 0.5).py()?.clamp(0.0, 1.0).py()
         })
@@ -242,7 +247,7 @@ pub fn hardsigmoid(input: &PyTensor) -> PyResult<PyTensor> {
 
 #[pyfunction]
 pub fn hardswish(input: &PyTensor) -> PyResult<PyTensor> {
-    fused(input, hardswish_slice, || {
+    fused(input, hardswish_slice, |input| {
         float_unary(
             input,
             hardswish32,

@@ -391,6 +391,43 @@ fn compute_dtype(op: BinOp, promoted: DType) -> PyResult<DType> {
 
 /// `a <op> b` (or `b <op> a` when `reflected`), torch's promotion and broadcasting.
 pub fn binary(a: &PyTensor, b: Operand<'_>, op: BinOp, reflected: bool) -> PyResult<PyTensor> {
+    if let Operand::T(t) = b {
+        if let Some((pa, pb, perm)) = in_memory_order(a, t, reflected)? {
+            return super::layout::restore(binary_rows(&pa, Operand::T(&pb), op, reflected)?, &perm);
+        }
+    } else if let Some(perm) = in_memory_order_scalar(a)? {
+        return super::layout::restore(binary_rows(&a.same(a.t.permute(perm.clone()).py()?), b, op, reflected)?, &perm);
+    }
+    binary_rows(a, b, op, reflected)
+}
+
+/// Two CPU operands broadcast to their result's dims and permuted into its memory order (torch's:
+/// the left operand's strides decide first), when that is not row-major: then the result computes
+/// along memory and keeps the strides torch gives it.
+fn in_memory_order(a: &PyTensor, b: &PyTensor, reflected: bool) -> PyResult<Option<(PyTensor, PyTensor, Vec<usize>)>> {
+    if (a.t.is_contiguous() && b.t.is_contiguous()) || a.is_meta() || b.is_meta() || !is_cpu(&a.t) || !is_cpu(&b.t) {
+        return Ok(None);
+    }
+    let dims = broadcast_dims(a.dims(), b.dims())?;
+    let (sa, sb) = (super::layout::broadcast_strides(&a.t, &dims), super::layout::broadcast_strides(&b.t, &dims));
+    let order = if reflected { [&sb[..], &sa[..]] } else { [&sa[..], &sb[..]] };
+    let Some(perm) = super::layout::memory_order(&dims, &order) else { return Ok(None) };
+    let put = |t: &PyTensor| -> PyResult<PyTensor> {
+        let v = if t.dims() == dims.as_slice() { t.t.clone() } else { t.t.broadcast_as(dims.as_slice()).py()? };
+        Ok(t.same(v.permute(perm.clone()).py()?))
+    };
+    Ok(Some((put(a)?, put(b)?, perm)))
+}
+
+/// `in_memory_order` of a tensor and a number.
+fn in_memory_order_scalar(a: &PyTensor) -> PyResult<Option<Vec<usize>>> {
+    if a.t.is_contiguous() || a.is_meta() || !is_cpu(&a.t) {
+        return Ok(None);
+    }
+    Ok(super::layout::memory_order(a.dims(), &[&super::layout::broadcast_strides(&a.t, a.dims())]))
+}
+
+fn binary_rows(a: &PyTensor, b: Operand<'_>, op: BinOp, reflected: bool) -> PyResult<PyTensor> {
     let b_bool = match b {
         Operand::T(t) => t.dtype == DType::Bool,
         Operand::S(s) => matches!(s, Scalar::Bool(_)),
@@ -718,6 +755,15 @@ impl PyTensor {
         if min.is_none() && max.is_none() {
             return Err(runtime_err("torch.clamp: At least one of 'min' or 'max' must not be None"));
         }
+        if !self.t.is_contiguous() && min.into_iter().chain(max).all(|b| !b.is_instance_of::<PyTensor>()) {
+            // Number bounds: in the input's memory order (the result keeps its strides, as torch's).
+            if let Some(perm) = super::layout::memory_order(self.dims(), &[&super::layout::broadcast_strides(&self.t, self.dims())]) {
+                if is_cpu(&self.t) && !self.is_meta() {
+                    let x = self.same(self.t.permute(perm.clone()).py()?);
+                    return super::layout::restore(x.clamp(min, max)?, &perm);
+                }
+            }
+        }
         if let Some((l, h)) = number_bounds(self, min, max) {
             // Contiguous float32 and number bounds: one pass (the general path made two, with a
             // fresh output each).
@@ -1027,12 +1073,25 @@ pub fn where_(cond: &PyTensor, x: Operand<'_>, y: Operand<'_>) -> PyResult<PyTen
     }
     crate::memory::ensure(&dims, tx.dtype(), tx.device())?;
     let out = if is_cpu(&c) {
-        where_cpu(&c, &tx, &ty, &dims)?
+        where_in_order(&c, &tx, &ty, &dims)?
     } else {
         let d = dims.as_slice();
         c.broadcast_as(d).py()?.where_cond(&tx.broadcast_as(d).py()?, &ty.broadcast_as(d).py()?).py()?
     };
     Ok(PyTensor::new(out, ct))
+}
+
+/// `where_cpu` in the operands' memory order (the condition's strides decide first, as torch's).
+fn where_in_order(c: &Tensor, a: &Tensor, b: &Tensor, dims: &[usize]) -> PyResult<Tensor> {
+    use super::layout::{broadcast_strides, memory_order, unpermute};
+    if c.is_contiguous() && a.is_contiguous() && b.is_contiguous() {
+        return where_cpu(c, a, b, dims);
+    }
+    let st = [broadcast_strides(c, dims), broadcast_strides(a, dims), broadcast_strides(b, dims)];
+    let Some(perm) = memory_order(dims, &[&st[0], &st[1], &st[2]]) else { return where_cpu(c, a, b, dims) };
+    let put = |t: &Tensor| -> PyResult<Tensor> { t.broadcast_as(dims).py()?.permute(perm.clone()).py() };
+    let pd: Vec<usize> = perm.iter().map(|&d| dims[d]).collect();
+    unpermute(&where_cpu(&put(c)?, &put(a)?, &put(b)?, &pd)?, &perm)
 }
 
 fn where_cpu(c: &Tensor, a: &Tensor, b: &Tensor, dims: &[usize]) -> PyResult<Tensor> {

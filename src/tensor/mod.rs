@@ -10,6 +10,7 @@ pub mod index;
 pub mod inplace;
 pub mod join;
 pub mod kernels;
+pub mod layout;
 pub mod gemm16;
 pub mod linalg;
 pub mod meta;
@@ -274,6 +275,12 @@ impl Promotion {
 pub fn cast(t: &Tensor, from: DType, to: DType) -> PyResult<Tensor> {
     if from == to || (from.candle() == to.candle() && !matches!(to, DType::Bool | DType::I8)) {
         return Ok(t.clone());
+    }
+    if !t.is_contiguous() && crate::device::cpu_kernels(t) {
+        // In memory order: a permuted tensor's cast keeps its strides, as torch's does.
+        if let Some(perm) = layout::memory_order(t.dims(), &[&layout::broadcast_strides(t, t.dims())]) {
+            return layout::unpermute(&cast(&t.permute(perm.clone()).py()?, from, to)?, &perm);
+        }
     }
     if to == DType::I8 {
         // int8 lives in int16 storage: values wrap into its range as a C cast to int8_t does.

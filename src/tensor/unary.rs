@@ -7,12 +7,23 @@ use pyo3::prelude::*;
 
 use super::arith::{binary, BinOp, Trunc};
 use super::kernels::{erf_f32, exp_f32, sigmoid_f32, tanh_f32, Half};
+use super::layout::unary_in_order;
 use super::{cast, is_cpu, map_cpu, Operand, PyTensor, Scalar};
 use crate::dtype::DType;
 use crate::error::{runtime_err, type_err, IntoPyResult};
 
 /// A float op: ints and bools compute in float32; half types compute in float32 and round back.
+/// Computed in the input's memory order (the result keeps its strides, as torch's).
 pub(crate) fn float_unary<F32, F64, C>(x: &PyTensor, f32f: F32, f64f: F64, on_device: C) -> PyResult<PyTensor>
+where
+    F32: Fn(f32) -> f32 + Sync + Send,
+    F64: Fn(f64) -> f64 + Sync + Send,
+    C: Fn(&Tensor) -> PyResult<Tensor>,
+{
+    unary_in_order(x, |x| float_unary_rows(x, f32f, f64f, on_device))
+}
+
+fn float_unary_rows<F32, F64, C>(x: &PyTensor, f32f: F32, f64f: F64, on_device: C) -> PyResult<PyTensor>
 where
     F32: Fn(f32) -> f32 + Sync + Send,
     F64: Fn(f64) -> f64 + Sync + Send,
@@ -62,14 +73,15 @@ impl PyTensor {
 macro_rules! keep_dtype_unary {
     ($x:expr, |$v:ident| int: $int:expr, float: $flt:expr, device: $dev:expr) => {{
         let x: &PyTensor = $x;
-        let t = &x.t;
         if x.is_meta() {
             return x.meta_like(x.dims());
         }
-        if !is_cpu(t) {
+        if !is_cpu(&x.t) {
             let f: fn(&Tensor, bool) -> PyResult<Tensor> = $dev;
-            return Ok(x.same(f(t, x.dtype.is_float())?));
+            return Ok(x.same(f(&x.t, x.dtype.is_float())?));
         }
+        unary_in_order(x, |x| {
+        let t = &x.t;
         let out = match x.dtype {
             DType::F32 => map_cpu::<f32, f32, _>(t, |$v: f32| $flt),
             DType::F64 => map_cpu::<f64, f64, _>(t, |$v: f64| $flt),
@@ -83,6 +95,7 @@ macro_rules! keep_dtype_unary {
             other => Err(crate::error::dtype_err(format!("this op is not implemented for '{}'", other.title()))),
         }?;
         Ok(x.same(out))
+        })
     }};
 }
 
@@ -220,13 +233,15 @@ impl PyTensor {
         sin_quadrant(self, 1)
     }
     pub fn exp(&self) -> PyResult<PyTensor> {
-        // Contiguous f32 on an AVX-512 CPU: the slice kernel (one scaling instruction).
-        let avx512 = crate::isa::level() == crate::isa::Level::Avx512;
-        if avx512 && self.dtype == DType::F32 && !self.is_meta() && is_cpu(&self.t) && self.t.is_contiguous() {
-            let out = map_f32_slices(&self.t, super::kernels::exp_slice)?;
-            return Ok(PyTensor::new(out, DType::F32));
-        }
-        float_unary(self, exp_f32, f64::exp, |t: &Tensor| t.exp().py())
+        unary_in_order(self, |x| {
+            // Contiguous f32 on an AVX-512 CPU: the slice kernel (one scaling instruction).
+            let avx512 = crate::isa::level() == crate::isa::Level::Avx512;
+            if avx512 && x.dtype == DType::F32 && !x.is_meta() && is_cpu(&x.t) && x.t.is_contiguous() {
+                let out = map_f32_slices(&x.t, super::kernels::exp_slice)?;
+                return Ok(PyTensor::new(out, DType::F32));
+            }
+            float_unary_rows(x, exp_f32, f64::exp, |t: &Tensor| t.exp().py())
+        })
     }
 }
 
@@ -243,7 +258,7 @@ impl PyTensor {
     }
     fn __invert__(&self) -> PyResult<PyTensor> {
         match self.dtype {
-            DType::Bool => Ok(self.same(dev::not(&self.t)?)),
+            DType::Bool => unary_in_order(self, |x| Ok(x.same(dev::not(&x.t)?))),
             d if d.is_float() => Err(type_err("~ (bitwise_not) is only supported for integer and bool tensors")),
             _ => keep_dtype_unary!(self, |v| int: !v, float: v, device: |t, _| (dev::neg(t)? - t.ones_like().py()?).py()),
         }
@@ -319,6 +334,10 @@ impl PyTensor {
 }
 
 fn float_test(x: &PyTensor, f: fn(f64) -> bool) -> PyResult<PyTensor> {
+    unary_in_order(x, |x| float_test_rows(x, f))
+}
+
+fn float_test_rows(x: &PyTensor, f: fn(f64) -> bool) -> PyResult<PyTensor> {
     if !is_cpu(&x.t) {
         // The same predicate on the device: from what it says of NaN, ±inf and a finite value.
         let t = &x.t;
@@ -369,6 +388,10 @@ pub(crate) fn map_f32_slices(t: &Tensor, f: impl Fn(&[f32], &mut [f32]) + Sync) 
 /// kernel (other layouts copied contiguous first, 16-bit values widened and the results rounded
 /// once, as torch computes them), float64 and other devices as before.
 fn sin_quadrant(x: &PyTensor, quarter: i32) -> PyResult<PyTensor> {
+    unary_in_order(x, |x| sin_quadrant_rows(x, quarter))
+}
+
+fn sin_quadrant_rows(x: &PyTensor, quarter: i32) -> PyResult<PyTensor> {
     if matches!(x.dtype, DType::F32 | DType::F16 | DType::BF16) && !x.is_meta() && is_cpu(&x.t) {
         let t = if x.dtype == DType::F32 {
             if x.t.is_contiguous() { x.t.clone() } else { super::copy_contiguous(&x.t)? }
@@ -380,5 +403,5 @@ fn sin_quadrant(x: &PyTensor, quarter: i32) -> PyResult<PyTensor> {
         return Ok(PyTensor::new(out, x.dtype));
     }
     let f64f = if quarter == 0 { f64::sin } else { f64::cos };
-    float_unary(x, move |v| super::kernels::sin_quadrant_any(v, quarter), f64f, move |t: &Tensor| if quarter == 0 { t.sin() } else { t.cos() }.py())
+    float_unary_rows(x, move |v| super::kernels::sin_quadrant_any(v, quarter), f64f, move |t: &Tensor| if quarter == 0 { t.sin() } else { t.cos() }.py())
 }
