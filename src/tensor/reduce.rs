@@ -77,6 +77,13 @@ pub(super) fn rows_batched<T: WithDType, U: WithDType, B>(t: &Tensor, dims: &[us
 where
     B: Fn(&[T], usize, &mut [U]) + Sync + Send,
 {
+    super::layout::reduce_in_order(t, dims, keepdim, |t, dims, keepdim| rows_batched_rows(t, dims, keepdim, batch))
+}
+
+fn rows_batched_rows<T: WithDType, U: WithDType, B>(t: &Tensor, dims: &[usize], keepdim: bool, batch: B) -> PyResult<Tensor>
+where
+    B: Fn(&[T], usize, &mut [U]) + Sync + Send,
+{
     let (t, row, out_dims) = reduced_last(t, dims, keepdim)?;
     let n_out: usize = out_dims.iter().product();
     let (storage, layout) = t.storage_and_layout();
@@ -318,6 +325,10 @@ unsafe fn short_rows_512(data: &[f32], row: usize, out: &mut [f32], div: f64) {
 /// Sums (divided by `div`) of a contiguous-or-not f32 CPU tensor over `dims`: in place down the
 /// columns when the dims are not last, else row by row.
 fn sum_f32_over(src: &Tensor, dims: &[usize], keepdim: bool, div: f64) -> PyResult<Tensor> {
+    super::layout::reduce_in_order(src, dims, keepdim, |src, dims, keepdim| sum_f32_rows(src, dims, keepdim, div))
+}
+
+fn sum_f32_rows(src: &Tensor, dims: &[usize], keepdim: bool, div: f64) -> PyResult<Tensor> {
     {
         let (storage, _) = src.storage_and_layout();
         if let Storage::Cpu(cpu) = &*storage {
