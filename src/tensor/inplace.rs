@@ -454,6 +454,27 @@ fn update(x: &PyTensor, other: &Bound<'_, PyAny>, op: super::arith::BinOp, name:
 /// result's: `x[i] = x[i] op y[i]` straight in x's memory. False when it does not apply.
 fn update_in_place(x: &PyTensor, o: Operand<'_>, op: super::arith::BinOp) -> PyResult<bool> {
     use super::arith::BinOp::*;
+    if !x.t.is_contiguous() && x.t.device().is_cpu() {
+        // A dense permuted x (channels-last, transposed) is contiguous in its memory order: the
+        // same pass over x and the operand permuted alike.
+        let Some(perm) = super::layout::memory_order(x.dims(), &[&super::layout::broadcast_strides(&x.t, x.dims())]) else {
+            return Ok(false);
+        };
+        let px = x.same(x.t.permute(perm.clone()).py()?);
+        if !px.t.is_contiguous() {
+            return Ok(false);
+        }
+        return match o {
+            Operand::T(t) => {
+                if super::broadcast_dims(x.dims(), t.dims())?.as_slice() != x.dims() {
+                    return Ok(false);
+                }
+                let pt = t.same(t.t.broadcast_as(x.dims()).py()?.permute(perm).py()?);
+                update_in_place(&px, Operand::T(&pt), op)
+            }
+            Operand::S(_) => update_in_place(&px, o, op),
+        };
+    }
     let fits = matches!(x.dtype, DType::F32 | DType::F64)
         && matches!(op, Add | Sub | Mul | Div)
         && x.t.device().is_cpu()
