@@ -206,16 +206,15 @@ float_methods! {
     log: super::kernels::ln_f32, f64::ln, (|t: &Tensor| t.log());
     log2: super::kernels::log2_f32, f64::log2, (|t: &Tensor| t.log()? * std::f64::consts::LOG2_E);
     log10: super::kernels::log10_f32, f64::log10, (|t: &Tensor| t.log()? * std::f64::consts::LOG10_E);
-    log1p: f32::ln_1p, f64::ln_1p, host;
-    expm1: f32::exp_m1, f64::exp_m1, host;
+    log1p: super::kernels::log1p_f32, f64::ln_1p, host;
+    expm1: super::kernels::expm1_f32, f64::exp_m1, host;
     sqrt: f32::sqrt, f64::sqrt, (|t: &Tensor| t.sqrt());
     rsqrt: |x: f32| 1.0 / x.sqrt(), |x: f64| 1.0 / x.sqrt(), (|t: &Tensor| t.sqrt()?.recip());
-    tan: f32::tan, f64::tan, (|t: &Tensor| t.sin()? / t.cos()?);
-    asin: f32::asin, f64::asin, host;
-    acos: f32::acos, f64::acos, host;
-    atan: f32::atan, f64::atan, host;
-    sinh: f32::sinh, f64::sinh, host;
-    cosh: f32::cosh, f64::cosh, host;
+    asin: super::kernels::asin_f32, f64::asin, host;
+    acos: super::kernels::acos_f32, f64::acos, host;
+    atan: super::kernels::atan_f32, f64::atan, host;
+    sinh: super::kernels::sinh_f32, f64::sinh, host;
+    cosh: super::kernels::cosh_f32, f64::cosh, host;
     tanh: tanh_f32, f64::tanh, (|t: &Tensor| t.tanh());
     sigmoid: sigmoid_f32, |x: f64| 1.0 / (1.0 + (-x).exp()), (|t: &Tensor| candle_nn::ops::sigmoid(t));
     erf: erf_f32, erf_f64, (|t: &Tensor| t.erf());
@@ -228,6 +227,12 @@ float_methods! {
 impl PyTensor {
     pub fn sin(&self) -> PyResult<PyTensor> {
         sin_quadrant(self, 0)
+    }
+    /// tan: the vectorised reduction by π/2 and Cephes' polynomial (libm's was 9x torch's time).
+    pub fn tan(&self) -> PyResult<PyTensor> {
+        unary_in_order(self, |x| {
+            slice_kernel_rows(x, super::kernels::tan_slice, super::kernels::tan_any, f64::tan, |t: &Tensor| (t.sin().py()? / t.cos().py()?).py())
+        })
     }
     pub fn cos(&self) -> PyResult<PyTensor> {
         sin_quadrant(self, 1)
@@ -392,16 +397,35 @@ fn sin_quadrant(x: &PyTensor, quarter: i32) -> PyResult<PyTensor> {
 }
 
 fn sin_quadrant_rows(x: &PyTensor, quarter: i32) -> PyResult<PyTensor> {
+    let f64f = if quarter == 0 { f64::sin } else { f64::cos };
+    slice_kernel_rows(
+        x,
+        move |s, d| super::kernels::sin_quadrant_slice(s, d, quarter),
+        move |v| super::kernels::sin_quadrant_any(v, quarter),
+        f64f,
+        move |t: &Tensor| if quarter == 0 { t.sin() } else { t.cos() }.py(),
+    )
+}
+
+/// A float op with a slice kernel for float32 (a vectorised loop plus a libm pass for rare
+/// arguments): float32 and 16-bit floats on the CPU through it (other layouts copied contiguous,
+/// 16-bit values widened and rounded once, as torch computes them), the rest as `float_unary`.
+fn slice_kernel_rows(
+    x: &PyTensor,
+    slice: impl Fn(&[f32], &mut [f32]) + Sync,
+    any: impl Fn(f32) -> f32 + Sync + Send,
+    f64f: impl Fn(f64) -> f64 + Sync + Send,
+    on_device: impl Fn(&Tensor) -> PyResult<Tensor>,
+) -> PyResult<PyTensor> {
     if matches!(x.dtype, DType::F32 | DType::F16 | DType::BF16) && !x.is_meta() && is_cpu(&x.t) {
         let t = if x.dtype == DType::F32 {
             if x.t.is_contiguous() { x.t.clone() } else { super::copy_contiguous(&x.t)? }
         } else {
             cast(&x.t, x.dtype, DType::F32)?
         };
-        let out = map_f32_slices(&t, |s, d| super::kernels::sin_quadrant_slice(s, d, quarter))?;
+        let out = map_f32_slices(&t, slice)?;
         let out = if x.dtype == DType::F32 { out } else { cast(&out, DType::F32, x.dtype)? };
         return Ok(PyTensor::new(out, x.dtype));
     }
-    let f64f = if quarter == 0 { f64::sin } else { f64::cos };
-    float_unary_rows(x, move |v| super::kernels::sin_quadrant_any(v, quarter), f64f, move |t: &Tensor| if quarter == 0 { t.sin() } else { t.cos() }.py())
+    float_unary_rows(x, any, f64f, on_device)
 }
