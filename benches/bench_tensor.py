@@ -36,6 +36,18 @@ row("sin (4,128,1536)", lambda: g.sin(), lambda: cg.sin(), 20)
 pos = g.abs() + 0.01
 cpos = cb.from_numpy(pos.numpy())
 row("log (4,128,1536)", lambda: pos.log(), lambda: cpos.log(), 20)
+u = torch.empty(4, 128, 1536).uniform_(-0.9, 0.9)
+cu = cb.from_numpy(u.numpy())
+row("tan, atan, asin, expm1 (4,128,1536)", lambda: (u.tan(), u.atan(), u.asin(), u.expm1()),
+    lambda: (cu.tan(), cu.atan(), cu.asin(), cu.expm1()), 10)
+# Channels-last views (a permuted NCHW tensor): elementwise ops run along memory and keep the strides.
+p4, q4 = torch.randn(8, 64, 56, 56), torch.randn(8, 64, 56, 56)
+nh, nq = p4.permute(0, 2, 3, 1), q4.permute(0, 2, 3, 1)
+cnh, cnq = cb.from_numpy(p4.numpy()).permute(0, 2, 3, 1), cb.from_numpy(q4.numpy()).permute(0, 2, 3, 1)
+row("exp of an NHWC permute (8,64,56,56)", lambda: nh.exp(), lambda: cnh.exp(), 10)
+row("x + y, NHWC permutes (8,64,56,56)", lambda: nh + nq, lambda: cnh + cnq, 10)
+row("contiguous of an NHWC permute (8,64,56,56)", lambda: nh.contiguous(), lambda: cnh.contiguous(), 10)
+row("sum(-1) of an NHWC permute (8,64,56,56)", lambda: nh.sum(-1), lambda: cnh.sum(-1), 10)
 row("x * sigmoid(x) (4,128,1536)", lambda: g * g.sigmoid(), lambda: cg * cg.sigmoid(), 20)
 bias = torch.randn(1536)
 cbias = cb.from_numpy(bias.numpy())

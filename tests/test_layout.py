@@ -162,7 +162,7 @@ def test_results_of_views_compose():
             o.view(2, -1)
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float16", "int64", "uint8", "bool", "float64"])
+@pytest.mark.parametrize("dtype", ["float32", "int32", "float16", "int64", "uint8", "bool", "float64"])
 @pytest.mark.parametrize("shape,view", [
     ((37, 45), lambda x: x.T),
     ((3, 70, 9), lambda x: x.transpose(1, 2)),

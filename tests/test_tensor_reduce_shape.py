@@ -222,3 +222,23 @@ def test_basic_indexing():
     for key in [0, -1, (1, 2), slice(1, 3), (slice(None), 2), (Ellipsis, 1), (None, 0), (slice(None, None, 2), slice(1, None, 3)),
                 (1, Ellipsis, None), (slice(-2, None),)]:
         assert_same(ca[key], a[key])
+
+
+@pytest.mark.parametrize("row", [1, 15, 16, 17, 63, 64, 65, 100, 128, 1023, 1024, 1025, 3000])
+def test_row_sums_every_length(row):
+    """sum/mean over the last dim of float32 rows of every length class (the short-row, 16-lane and
+    1024-value block paths): within float32 rounding of float64's sum, the same bits at 1 and 2
+    threads and over a strided view of the same rows."""
+    x = make((40000 // row + 3, row), "float32", seed=row)
+    ref = x.double().sum(-1)
+    got = to_cb(x).sum(-1)
+    np.testing.assert_allclose(got.numpy(), ref.numpy(), rtol=1e-6, atol=2e-6 * row ** 0.5)
+    assert_same(to_cb(x).mean(-1), x.mean(-1), atol=1e-6, rtol=1e-5)
+    before = cb.get_num_threads()
+    try:
+        cb.set_num_threads(1)
+        np.testing.assert_array_equal(to_cb(x).sum(-1).numpy(), got.numpy())
+    finally:
+        cb.set_num_threads(before)
+    wide = to_cb(torch.cat([x, x], 1))[:, :row]
+    np.testing.assert_array_equal(wide.sum(-1).numpy(), got.numpy())

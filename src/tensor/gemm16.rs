@@ -320,7 +320,7 @@ unsafe fn transpose_pairs(w: *const u16, ld: usize, pairs: usize, dst: *mut u32)
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
 #[inline]
-unsafe fn transpose16(mut r: [std::arch::x86_64::__m512i; 16]) -> [std::arch::x86_64::__m512i; 16] {
+pub(crate) unsafe fn transpose16(mut r: [std::arch::x86_64::__m512i; 16]) -> [std::arch::x86_64::__m512i; 16] {
     use std::arch::x86_64::*;
     // Four butterfly stages: 32-bit, 64-bit, 128-bit and 256-bit blocks swap across rows.
     let mut t = [_mm512_setzero_si512(); 16];
@@ -355,7 +355,7 @@ unsafe fn transpose_pairs(_: *const u16, _: usize, _: usize, _: *mut u32) {
 }
 
 /// Which column of the 16×16 block each register holds after the butterflies above.
-const TRANSPOSE_ORDER: [usize; 16] = [0, 2, 1, 3, 4, 6, 5, 7, 8, 10, 9, 11, 12, 14, 13, 15];
+pub(crate) const TRANSPOSE_ORDER: [usize; 16] = [0, 2, 1, 3, 4, 6, 5, 7, 8, 10, 9, 11, 12, 14, 13, 15];
 
 #[allow(clippy::too_many_arguments)]
 unsafe fn tiles<T: Lane>(m: usize, n: usize, k: usize, a: Operand<T>, b: Operand<T>, out: SendPtr<T>, ldo: usize, threads: usize) {

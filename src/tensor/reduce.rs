@@ -293,9 +293,50 @@ super::kernels::multiversion! {
             unsafe { short_rows_512(data, row, out, div) };
             return;
         }
+        #[cfg(target_arch = "x86_64")]
+        if data.len() >= out.len() * row && crate::isa::level() == crate::isa::Level::Avx512 {
+            for (o, r) in out.iter_mut().zip(data.chunks_exact(row)) {
+                // SAFETY: the CPU runs AVX-512F (the level checked).
+                *o = (r.chunks(1024).map(|b| unsafe { block_sum_512(b) }).sum::<f64>() / div) as f32;
+            }
+            return;
+        }
         for (o, r) in out.iter_mut().zip(data.chunks(row)) {
             *o = (sum_f32(r) / div) as f32;
         }
+    }
+}
+
+/// Σ b (at most 1024 values) on AVX-512: four 16-lane f32 accumulators over runs of 64, then
+/// 16-lane steps and a masked tail, folded to 8 lanes and summed in f64 (as `lane_sum`: each lane
+/// adds at most 16 terms in f32). `lane_sum::<64>` took a row of 64-128 values at 2x torch's time
+/// (its 64-lane fold and f64 steps were the row's cost).
+///
+/// # Safety
+/// AVX-512F.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn block_sum_512(b: &[f32]) -> f64 {
+    use std::arch::x86_64::*;
+    let (p, n) = (b.as_ptr(), b.len());
+    let mut a = [_mm512_setzero_ps(); 4];
+    let mut i = 0;
+    // SAFETY: every load below reads b[i..i + 16] with i + 16 ≤ n, or the masked lanes below n.
+    unsafe {
+        while i + 64 <= n {
+            for (j, acc) in a.iter_mut().enumerate() {
+                *acc = _mm512_add_ps(*acc, _mm512_loadu_ps(p.add(i + 16 * j)));
+            }
+            i += 64;
+        }
+        let mut acc = _mm512_add_ps(_mm512_add_ps(a[0], a[1]), _mm512_add_ps(a[2], a[3]));
+        while i + 16 <= n {
+            acc = _mm512_add_ps(acc, _mm512_loadu_ps(p.add(i)));
+            i += 16;
+        }
+        acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(super::kernels::lanes16(n - i), p.add(i)));
+        let eight = _mm256_add_ps(_mm512_castps512_ps256(acc), _mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(_mm512_castps_pd(acc))));
+        _mm512_reduce_add_pd(_mm512_cvtps_pd(eight))
     }
 }
 

@@ -394,6 +394,12 @@ where
         }
         // SAFETY: task t alone writes output rows r0..r0+nr of batch o.
         let dst = unsafe { std::slice::from_raw_parts_mut(op.get().add((o * rows + r0) * cols), nr * cols) };
+        #[cfg(target_arch = "x86_64")]
+        if std::mem::size_of::<U>() == 4 && crate::isa::level() == crate::isa::Level::Avx512 {
+            // SAFETY: the CPU has AVX-512 (the level says so); U is 4 bytes.
+            unsafe { transpose_block16(&a.data[base..], cs, nr, cols, dst, f) };
+            return;
+        }
         transpose_block(&a.data[base..], cs, nr, cols, dst, f);
     };
     if outer * rows * cols >= PAR_THRESHOLD {
@@ -416,6 +422,47 @@ multiversion! {
                     dst[r * cols + c] = f(v);
                 }
             }
+        }
+    }
+}
+
+/// `transpose_block` for 4-byte outputs: 16×16 blocks of f(src) gathered in input order (16
+/// contiguous runs of a column), transposed in registers and stored as 16 output row pieces; the
+/// edges element by element. One scalar store per element made the copy store-bound: a
+/// `permute(0, 2, 3, 1).contiguous()` of (8,64,56,56) took 1.34x torch's time at 1 thread, 1.5x at 2.
+///
+/// # Safety
+/// AVX-512 (F, BW, VL) is available and `size_of::<U>() == 4`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma")]
+unsafe fn transpose_block16<T: Copy, U: Copy, F: Fn(T) -> U>(src: &[T], cs: usize, nr: usize, cols: usize, dst: &mut [U], f: &F) {
+    use crate::tensor::gemm16::{transpose16, TRANSPOSE_ORDER};
+    use std::arch::x86_64::*;
+    let (rf, cf) = (nr / 16 * 16, cols / 16 * 16);
+    let mut buf = [[0u32; 16]; 16];
+    for c0 in (0..cf).step_by(16) {
+        for r0 in (0..rf).step_by(16) {
+            for (i, row) in buf.iter_mut().enumerate() {
+                let run = &src[(c0 + i) * cs + r0..(c0 + i) * cs + r0 + 16];
+                for (b, &v) in row.iter_mut().zip(run) {
+                    // SAFETY: U is 4 bytes (the caller's contract).
+                    *b = unsafe { std::mem::transmute_copy::<U, u32>(&f(v)) };
+                }
+            }
+            // SAFETY: AVX-512 (the caller's contract); each output piece is 16 elements of row
+            // r0 + TRANSPOSE_ORDER[k] from column c0, inside dst (rows < nr, c0 + 16 ≤ cols).
+            unsafe {
+                let r = transpose16(std::array::from_fn(|i| _mm512_loadu_si512(buf[i].as_ptr() as *const __m512i)));
+                for (k, v) in r.iter().enumerate() {
+                    let at = (r0 + TRANSPOSE_ORDER[k]) * cols + c0;
+                    _mm512_storeu_si512(dst[at..at + 16].as_mut_ptr() as *mut __m512i, *v);
+                }
+            }
+        }
+    }
+    for c in 0..cols {
+        for r in if c < cf { rf } else { 0 }..nr {
+            dst[r * cols + c] = f(src[r + c * cs]);
         }
     }
 }
