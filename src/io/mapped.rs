@@ -169,25 +169,92 @@ unsafe fn alloc_lined(size: usize, zeroed: bool) -> *mut u8 {
     }
 }
 
+/// Blocks from this size on are mappings of their own on 2 MiB huge pages (Linux). glibc maps every
+/// block past its largest mmap threshold (32 MiB) afresh and unmaps it when freed, so each such
+/// tensor (a ConvNeXt stage's (8,56,56,384) activations) faulted in 4 KiB pages on every write:
+/// about 2 µs a page in a virtual machine, half the time of the matmul that filled it.
+#[cfg(target_os = "linux")]
+const HUGE_FROM: usize = 32 << 20;
+#[cfg(target_os = "linux")]
+const HUGE_PAGE: usize = 2 << 20;
+
+/// Whether a block of `layout` is a huge-page mapping (a function of the layout alone, as `lined`).
+#[cfg(target_os = "linux")]
+fn huge(layout: Layout) -> bool {
+    layout.size() >= HUGE_FROM && layout.align() <= LINE
+}
+#[cfg(not(target_os = "linux"))]
+fn huge(_: Layout) -> bool {
+    false
+}
+
+/// Bytes a huge block of `size` maps: whole pages.
+#[cfg(target_os = "linux")]
+fn huge_len(size: usize) -> usize {
+    size.next_multiple_of(4096)
+}
+
+/// A block of `size` bytes on a fresh anonymous mapping that starts on a 2 MiB boundary (mapped
+/// with 2 MiB to spare, the ends cut off), advised to use transparent huge pages (where the kernel
+/// runs them only on request, as is the default). Its pages are zero, so it serves zeroed requests too.
+#[cfg(target_os = "linux")]
+unsafe fn alloc_huge(size: usize) -> *mut u8 {
+    let len = huge_len(size);
+    let Some(total) = len.checked_add(HUGE_PAGE) else { return std::ptr::null_mut() };
+    // SAFETY: a fresh private anonymous mapping at an address of the kernel's choosing.
+    let raw = unsafe { libc::mmap(std::ptr::null_mut(), total, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0) };
+    if raw == libc::MAP_FAILED {
+        return std::ptr::null_mut();
+    }
+    let (r, p) = (raw as usize, (raw as usize).next_multiple_of(HUGE_PAGE));
+    // SAFETY: the head r..p and the tail p+len..r+total lie in the mapping made above and are not
+    // handed out; the advice only changes how the kernel backs p..p+len (an error leaves 4 KiB pages).
+    unsafe {
+        if p > r {
+            libc::munmap(raw, p - r);
+        }
+        if r + total > p + len {
+            libc::munmap((p + len) as *mut libc::c_void, r + total - (p + len));
+        }
+        libc::madvise(p as *mut libc::c_void, len, libc::MADV_HUGEPAGE);
+    }
+    p as *mut u8
+}
+
 /// Frees a block from `alloc_lined`.
 unsafe fn free_lined(p: *mut u8) {
     // SAFETY: p came from alloc_lined, which wrote its shift in the byte before it.
     unsafe { libc::free(p.sub(*p.sub(1) as usize) as *mut libc::c_void) }
 }
 
-// SAFETY: blocks under ALIGN_FROM (or over-aligned) are the system allocator's; larger ones are
-// `alloc_lined`'s, at least as aligned as asked and freed by `free_lined`, whichever call made them
+// SAFETY: blocks under ALIGN_FROM (or over-aligned) are the system allocator's; from HUGE_FROM on
+// (Linux) they are `alloc_huge`'s own mappings, unmapped with the length their layout gives; the
+// rest are `alloc_lined`'s, at least as aligned as asked and freed by `free_lined`, whichever call made them
 // (`lined` depends on the layout alone); blocks registered in the table are mappings that
 // `map_region` handed to exactly one Vec, released once, here.
 unsafe impl GlobalAlloc for Allocator {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        #[cfg(target_os = "linux")]
+        if huge(layout) {
+            return unsafe { alloc_huge(layout.size()) };
+        }
         if lined(layout) { unsafe { alloc_lined(layout.size(), false) } } else { unsafe { System.alloc(layout) } }
     }
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        #[cfg(target_os = "linux")]
+        if huge(layout) {
+            return unsafe { alloc_huge(layout.size()) };
+        }
         if lined(layout) { unsafe { alloc_lined(layout.size(), true) } } else { unsafe { System.alloc_zeroed(layout) } }
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         if maybe_mapped(layout.size()) && unmap(ptr) {
+            return;
+        }
+        #[cfg(target_os = "linux")]
+        if huge(layout) {
+            // SAFETY: the block's own mapping (alloc_huge), freed once.
+            unsafe { libc::munmap(ptr as *mut libc::c_void, huge_len(layout.size())) };
             return;
         }
         if lined(layout) { unsafe { free_lined(ptr) } } else { unsafe { System.dealloc(ptr, layout) } }
@@ -195,7 +262,7 @@ unsafe impl GlobalAlloc for Allocator {
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         // SAFETY: the caller guarantees new_size rounded up to the alignment fits an isize.
         let new = unsafe { Layout::from_size_align_unchecked(new_size, layout.align()) };
-        if !lined(layout) && !lined(new) && !(maybe_mapped(layout.size()) && table().find(ptr as usize).is_some()) {
+        if !lined(layout) && !lined(new) && !huge(layout) && !huge(new) && !(maybe_mapped(layout.size()) && table().find(ptr as usize).is_some()) {
             return unsafe { System.realloc(ptr, layout, new_size) };
         }
         // A lined block, or a mapped buffer (which moves to the heap): a new block and a copy (the
