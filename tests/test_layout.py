@@ -204,3 +204,17 @@ def test_in_place_updates_of_views(view):
     ours += ours
     assert_same(ours, ref)
     assert_same(cbase, base)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int64", "float16", "int32", "uint8"])
+def test_binary_one_operand_transposed(dtype):
+    # Past the parallel threshold, a contiguous operand with a permuted one (either side): the
+    # permuted one goes through the tiled transposing copy first; odd sizes leave tile edges.
+    t = make((3, 37, 19, 23), dtype, seed=18)
+    c = make((3, 19, 23, 37), dtype, seed=19)
+    ref, ours = t.permute(0, 2, 3, 1), to_cb(t).permute(0, 2, 3, 1)
+    assert_layout(ours + to_cb(c), ref + c)
+    assert_layout(to_cb(c) * ours, c * ref)
+    assert_layout(to_cb(c) > ours, c > ref)
+    back, cback = c.permute(0, 3, 1, 2), to_cb(c).permute(0, 3, 1, 2)
+    assert_layout(to_cb(t) - cback, t - back)
