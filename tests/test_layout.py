@@ -218,3 +218,12 @@ def test_binary_one_operand_transposed(dtype):
     assert_layout(to_cb(c) > ours, c > ref)
     back, cback = c.permute(0, 3, 1, 2), to_cb(c).permute(0, 3, 1, 2)
     assert_layout(to_cb(t) - cback, t - back)
+    # In place: a channels-last x updated by a contiguous operand (the operand transposed to x's
+    # memory order first), seen through x's base too.
+    if dtype in ("float32", "int64", "float16"):
+        xb, cxb = c.clone(), to_cb(c.clone())
+        x, cx = xb.permute(0, 3, 1, 2), cxb.permute(0, 3, 1, 2)
+        x += t
+        cx += to_cb(t)
+        assert_same(cx, x)
+        assert_same(cxb, xb)

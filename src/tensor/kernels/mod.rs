@@ -553,6 +553,15 @@ where
     let cd = coalesce(dims, &mut st);
     let [s1] = st;
     let b = View { strides: s1, ..b };
+    // An operand transposed to out's order (`y += x.permute(0, 3, 1, 2)` into a channels-last y, a
+    // ConvNeXt residual) is copied in out's order by the tiled transpose first, as in `binary`.
+    let copied;
+    let b = if numel >= PAR_THRESHOLD && is_transposed(&cd, &b.strides) {
+        copied = transposed(&cd, &b, &|x: T| x);
+        View { data: &copied[..], offset: 0, strides: contiguous_strides(&cd) }
+    } else {
+        b
+    };
     let threads = crate::pool::threads();
     if numel >= PAR_THRESHOLD && threads > 1 {
         let chunk = numel.div_ceil(4 * threads).clamp(4096, CHUNK).next_multiple_of(64);
