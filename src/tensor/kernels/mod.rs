@@ -401,8 +401,8 @@ where
         // SAFETY: task t alone writes output rows r0..r0+nr of batch o.
         let dst = unsafe { std::slice::from_raw_parts_mut(op.get().add((o * rows + r0) * cols), nr * cols) };
         #[cfg(target_arch = "x86_64")]
-        if std::mem::size_of::<U>() == 4 && crate::isa::level() == crate::isa::Level::Avx512 {
-            // SAFETY: the CPU has AVX-512 (the level says so); U is 4 bytes.
+        if matches!(std::mem::size_of::<U>(), 2 | 4) && crate::isa::level() == crate::isa::Level::Avx512 {
+            // SAFETY: the CPU has AVX-512 (the level says so); U is 2 or 4 bytes.
             unsafe { transpose_block16(&a.data[base..], cs, nr, cols, dst, f) };
             return;
         }
@@ -432,27 +432,30 @@ multiversion! {
     }
 }
 
-/// `transpose_block` for 4-byte outputs: 16×16 blocks of f(src) gathered in input order (16
-/// contiguous runs of a column), transposed in registers and stored as 16 output row pieces; the
-/// edges element by element. One scalar store per element made the copy store-bound: a
-/// `permute(0, 2, 3, 1).contiguous()` of (8,64,56,56) took 1.34x torch's time at 1 thread, 1.5x at 2.
+/// `transpose_block` for 2- and 4-byte outputs: 16×16 blocks of f(src) gathered in input order (16
+/// contiguous runs of a column, 16-bit values widened to 32-bit lanes), transposed in registers and
+/// stored as 16 output row pieces (narrowed back for 16-bit values); the edges element by element.
+/// One scalar store per element made the copy store-bound: a `permute(0, 2, 3, 1).contiguous()` of
+/// (8,64,56,56) took 1.34x torch's time at 1 thread, 1.5x at 2.
 ///
 /// # Safety
-/// AVX-512 (F, BW, VL) is available and `size_of::<U>() == 4`.
+/// AVX-512 (F, BW, VL) is available and `size_of::<U>()` is 2 or 4.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma")]
 unsafe fn transpose_block16<T: Copy, U: Copy, F: Fn(T) -> U>(src: &[T], cs: usize, nr: usize, cols: usize, dst: &mut [U], f: &F) {
     use crate::tensor::gemm16::{transpose16, TRANSPOSE_ORDER};
     use std::arch::x86_64::*;
     let (rf, cf) = (nr / 16 * 16, cols / 16 * 16);
+    let two = std::mem::size_of::<U>() == 2;
     let mut buf = [[0u32; 16]; 16];
     for c0 in (0..cf).step_by(16) {
         for r0 in (0..rf).step_by(16) {
             for (i, row) in buf.iter_mut().enumerate() {
                 let run = &src[(c0 + i) * cs + r0..(c0 + i) * cs + r0 + 16];
                 for (b, &v) in row.iter_mut().zip(run) {
-                    // SAFETY: U is 4 bytes (the caller's contract).
-                    *b = unsafe { std::mem::transmute_copy::<U, u32>(&f(v)) };
+                    let u = f(v);
+                    // SAFETY: U is 2 or 4 bytes (the caller's contract), read as such.
+                    *b = unsafe { if two { std::mem::transmute_copy::<U, u16>(&u) as u32 } else { std::mem::transmute_copy::<U, u32>(&u) } };
                 }
             }
             // SAFETY: AVX-512 (the caller's contract); each output piece is 16 elements of row
@@ -461,7 +464,12 @@ unsafe fn transpose_block16<T: Copy, U: Copy, F: Fn(T) -> U>(src: &[T], cs: usiz
                 let r = transpose16(std::array::from_fn(|i| _mm512_loadu_si512(buf[i].as_ptr() as *const __m512i)));
                 for (k, v) in r.iter().enumerate() {
                     let at = (r0 + TRANSPOSE_ORDER[k]) * cols + c0;
-                    _mm512_storeu_si512(dst[at..at + 16].as_mut_ptr() as *mut __m512i, *v);
+                    let piece = dst[at..at + 16].as_mut_ptr();
+                    if two {
+                        _mm256_storeu_si256(piece as *mut __m256i, _mm512_cvtepi32_epi16(*v));
+                    } else {
+                        _mm512_storeu_si512(piece as *mut __m512i, *v);
+                    }
                 }
             }
         }
