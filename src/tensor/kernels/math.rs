@@ -281,20 +281,24 @@ pub fn sin_quadrant_any(x: f32, quarter: i32) -> f32 {
     }
 }
 
+/// `sin_quadrant_any` over a slice (libm's sin was 8.9 ms for 1M elements at one thread, torch's 10.2).
+pub fn sin_quadrant_slice(src: &[f32], dst: &mut [f32], quarter: i32) {
+    reduced_then_libm(src, dst, &|x| sin_quadrant_f32(x, quarter), &|x| sin_quadrant_any(x, quarter));
+}
+
 multiversion! {
-    /// `sin_quadrant_any` over a slice: the polynomial loop vectorised, then the rare arguments past
-    /// `TRIG_REDUCED_MAX` (and ±inf) redone by libm. libm's sin was 8.9 ms for 1M elements at one
-    /// thread, torch's 10.2.
-    pub fn sin_quadrant_slice<>(src: &[f32], dst: &mut [f32], quarter: i32) where [] {
+    /// `reduced` over a slice, vectorised, then the rare arguments past `TRIG_REDUCED_MAX` (and
+    /// ±inf) redone by `libm`: the slice kernels of the functions reduced by π/2.
+    fn reduced_then_libm<F, G>(src: &[f32], dst: &mut [f32], reduced: &F, libm: &G) where [F: Fn(f32) -> f32, G: Fn(f32) -> f32] {
         let mut big = false;
         for (d, &x) in dst.iter_mut().zip(src) {
-            *d = sin_quadrant_f32(x, quarter);
+            *d = reduced(x);
             big |= x.abs() > TRIG_REDUCED_MAX;
         }
         if big {
             for (d, &x) in dst.iter_mut().zip(src) {
                 if x.abs() > TRIG_REDUCED_MAX {
-                    *d = sin_quadrant_any(x, quarter);
+                    *d = libm(x);
                 }
             }
         }
@@ -433,23 +437,9 @@ pub fn tan_any(x: f32) -> f32 {
     if x.abs() > TRIG_REDUCED_MAX { x.tan() } else { tan_reduced_f32(x) }
 }
 
-multiversion! {
-    /// `tan_any` over a slice: the vectorised loop, then the rare arguments past
-    /// `TRIG_REDUCED_MAX` (and ±inf) redone by libm (its tan was 9x torch's time).
-    pub fn tan_slice<>(src: &[f32], dst: &mut [f32]) where [] {
-        let mut big = false;
-        for (d, &x) in dst.iter_mut().zip(src) {
-            *d = tan_reduced_f32(x);
-            big |= x.abs() > TRIG_REDUCED_MAX;
-        }
-        if big {
-            for (d, &x) in dst.iter_mut().zip(src) {
-                if x.abs() > TRIG_REDUCED_MAX {
-                    *d = x.tan();
-                }
-            }
-        }
-    }
+/// `tan_any` over a slice (libm's tan was 9x torch's time).
+pub fn tan_slice(src: &[f32], dst: &mut [f32]) {
+    reduced_then_libm(src, dst, &tan_reduced_f32, &f32::tan);
 }
 
 /// 16-bit floats to and from f32 without branches, so loops over them vectorise (Candle converts
