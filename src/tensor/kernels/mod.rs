@@ -496,30 +496,22 @@ where
     // One operand along memory, the other transposed to it (`x + y.permute(0, 3, 1, 2)`, a residual
     // over a channels-last branch): the transposed one copied in order by `transposed`'s tiles first,
     // then one pass at unit strides. Read element by element across its rows it took 1.5x torch's time.
-    if numel >= PAR_THRESHOLD && n >= 2 {
-        let dense = |v: &View<'_, T>| v.strides[n - 1] == 1;
-        if dense(&a) && is_transposed(&cd, &b.strides) {
-            let bc = transposed(&cd, &b, &|x: T| x);
-            let b = View { data: &bc[..], offset: 0, strides: contiguous_strides(&cd) };
-            return run(numel, init, |start, out| binary_chunk(&cd, &a, &b, start, out, &f));
-        }
-        if dense(&b) && is_transposed(&cd, &a.strides) {
-            let ac = transposed(&cd, &a, &|x: T| x);
-            let a = View { data: &ac[..], offset: 0, strides: contiguous_strides(&cd) };
-            return run(numel, init, |start, out| binary_chunk(&cd, &a, &b, start, out, &f));
-        }
-    }
+    let (ac, bc);
+    let dense = |v: &View<'_, T>| v.strides[n - 1] == 1;
+    let (a, b) = if numel < PAR_THRESHOLD || n < 2 {
+        (a, b)
+    } else if dense(&a) && is_transposed(&cd, &b.strides) {
+        bc = transposed(&cd, &b, &|x: T| x);
+        (a, View { data: &bc[..], offset: 0, strides: super::scatter::contiguous_strides(&cd) })
+    } else if dense(&b) && is_transposed(&cd, &a.strides) {
+        ac = transposed(&cd, &a, &|x: T| x);
+        (View { data: &ac[..], offset: 0, strides: super::scatter::contiguous_strides(&cd) }, b)
+    } else {
+        (a, b)
+    };
     run(numel, init, |start, out| binary_chunk(&cd, &a, &b, start, out, &f))
 }
 
-/// Row-major strides of `dims`.
-fn contiguous_strides(dims: &[usize]) -> Vec<usize> {
-    let mut st = vec![1; dims.len()];
-    for i in (0..dims.len().saturating_sub(1)).rev() {
-        st[i] = st[i + 1] * dims[i + 1];
-    }
-    st
-}
 
 multiversion! {
     /// `out[i] = f(out[i], b[i])` over flat positions `start..start+out.len()` (in-place ops).
@@ -566,7 +558,7 @@ where
     let copied;
     let b = if numel >= PAR_THRESHOLD && is_transposed(&cd, &b.strides) {
         copied = transposed(&cd, &b, &|x: T| x);
-        View { data: &copied[..], offset: 0, strides: contiguous_strides(&cd) }
+        View { data: &copied[..], offset: 0, strides: super::scatter::contiguous_strides(&cd) }
     } else {
         b
     };
