@@ -459,17 +459,10 @@ unsafe fn transpose_block16<T: Copy, U: Copy, F: Fn(T) -> U>(src: &[T], cs: usiz
     use std::arch::x86_64::*;
     let (rf, cf) = (nr / 16 * 16, cols / 16 * 16);
     let two = std::mem::size_of::<U>() == 2;
-    let mut buf = [[0u32; 16]; 16];
     for c0 in (0..cf).step_by(16) {
         for r0 in (0..rf).step_by(16) {
-            for (i, row) in buf.iter_mut().enumerate() {
-                let run = &src[(c0 + i) * cs + r0..(c0 + i) * cs + r0 + 16];
-                for (b, &v) in row.iter_mut().zip(run) {
-                    let u = f(v);
-                    // SAFETY: U is 2 or 4 bytes (the caller's contract), read as such.
-                    *b = unsafe { if two { std::mem::transmute_copy::<U, u16>(&u) as u32 } else { std::mem::transmute_copy::<U, u32>(&u) } };
-                }
-            }
+            // SAFETY: U is 2 or 4 bytes (the caller's contract).
+            let buf = unsafe { gather_tile::<16, T, U, F>(src, cs, r0, c0, f) };
             // SAFETY: AVX-512 (the caller's contract); each output piece is 16 elements of row
             // r0 + TRANSPOSE_ORDER[k] from column c0, inside dst (rows < nr, c0 + 16 ≤ cols).
             unsafe {
@@ -493,6 +486,24 @@ unsafe fn transpose_block16<T: Copy, U: Copy, F: Fn(T) -> U>(src: &[T], cs: usiz
     }
 }
 
+/// The N×N tile of `transpose_block16`/`8` in input order: row i is f of the N elements of column
+/// c0 + i from row r0, as 32-bit lanes (16-bit values widened).
+///
+/// # Safety
+/// `size_of::<U>()` is 2 or 4.
+#[inline(always)]
+unsafe fn gather_tile<const N: usize, T: Copy, U: Copy, F: Fn(T) -> U>(src: &[T], cs: usize, r0: usize, c0: usize, f: &F) -> [[u32; N]; N] {
+    let two = std::mem::size_of::<U>() == 2;
+    std::array::from_fn(|i| {
+        let run = &src[(c0 + i) * cs + r0..][..N];
+        std::array::from_fn(|j| {
+            let u = f(run[j]);
+            // SAFETY: U is 2 or 4 bytes (the caller's contract), read as such.
+            unsafe { if two { std::mem::transmute_copy::<U, u16>(&u) as u32 } else { std::mem::transmute_copy::<U, u32>(&u) } }
+        })
+    })
+}
+
 /// `transpose_block16` on AVX2: 8×8 blocks transposed in ymm registers. The scalar tile loop
 /// stored one element per column step and took 4.7x torch's time for a `permute(0, 2, 3,
 /// 1).contiguous()` of (8,64,56,56) (AMD EPYC Zen 3).
@@ -505,17 +516,10 @@ unsafe fn transpose_block8<T: Copy, U: Copy, F: Fn(T) -> U>(src: &[T], cs: usize
     use std::arch::x86_64::*;
     let (rf, cf) = (nr / 8 * 8, cols / 8 * 8);
     let two = std::mem::size_of::<U>() == 2;
-    let mut buf = [[0u32; 8]; 8];
     for c0 in (0..cf).step_by(8) {
         for r0 in (0..rf).step_by(8) {
-            for (i, row) in buf.iter_mut().enumerate() {
-                let run = &src[(c0 + i) * cs + r0..(c0 + i) * cs + r0 + 8];
-                for (b, &v) in row.iter_mut().zip(run) {
-                    let u = f(v);
-                    // SAFETY: U is 2 or 4 bytes (the caller's contract), read as such.
-                    *b = unsafe { if two { std::mem::transmute_copy::<U, u16>(&u) as u32 } else { std::mem::transmute_copy::<U, u32>(&u) } };
-                }
-            }
+            // SAFETY: U is 2 or 4 bytes (the caller's contract).
+            let buf = unsafe { gather_tile::<8, T, U, F>(src, cs, r0, c0, f) };
             // SAFETY: AVX2 (the caller's contract); output piece k is 8 elements of row r0 + k
             // from column c0, inside dst (rows < nr, c0 + 8 ≤ cols).
             unsafe {
