@@ -479,6 +479,13 @@ unsafe fn transpose_block16<T: Copy, U: Copy, F: Fn(T) -> U>(src: &[T], cs: usiz
             }
         }
     }
+    edges(src, cs, nr, cols, dst, f, (rf, cf));
+}
+
+/// What the N×N blocks of `transpose_block16`/`8` leave (rows rf.. of columns below cf, all rows
+/// of columns cf..), element by element.
+#[inline(always)]
+fn edges<T: Copy, U: Copy, F: Fn(T) -> U>(src: &[T], cs: usize, nr: usize, cols: usize, dst: &mut [U], f: &F, (rf, cf): (usize, usize)) {
     for c in 0..cols {
         for r in if c < cf { rf } else { 0 }..nr {
             dst[r * cols + c] = f(src[r + c * cs]);
@@ -539,11 +546,7 @@ unsafe fn transpose_block8<T: Copy, U: Copy, F: Fn(T) -> U>(src: &[T], cs: usize
             }
         }
     }
-    for c in 0..cols {
-        for r in if c < cf { rf } else { 0 }..nr {
-            dst[r * cols + c] = f(src[r + c * cs]);
-        }
-    }
+    edges(src, cs, nr, cols, dst, f, (rf, cf));
 }
 
 /// The 8×8 transpose of 32-bit lanes: register i of the result holds lane i of every input.
