@@ -203,9 +203,6 @@ fn host_unary(t: &Tensor, f32f: impl Fn(f32) -> f32 + Sync, f64f: impl Fn(f64) -
 }
 
 float_methods! {
-    log: super::kernels::ln_f32, f64::ln, (|t: &Tensor| t.log());
-    log2: super::kernels::log2_f32, f64::log2, (|t: &Tensor| t.log()? * std::f64::consts::LOG2_E);
-    log10: super::kernels::log10_f32, f64::log10, (|t: &Tensor| t.log()? * std::f64::consts::LOG10_E);
     log1p: super::kernels::log1p_f32, f64::ln_1p, host;
     expm1: super::kernels::expm1_f32, f64::exp_m1, host;
     sqrt: f32::sqrt, f64::sqrt, (|t: &Tensor| t.sqrt());
@@ -236,6 +233,15 @@ impl PyTensor {
     }
     pub fn cos(&self) -> PyResult<PyTensor> {
         sin_quadrant(self, 1)
+    }
+    pub fn log(&self) -> PyResult<PyTensor> {
+        log_base(self, 0)
+    }
+    pub fn log2(&self) -> PyResult<PyTensor> {
+        log_base(self, 1)
+    }
+    pub fn log10(&self) -> PyResult<PyTensor> {
+        log_base(self, 2)
     }
     pub fn exp(&self) -> PyResult<PyTensor> {
         unary_in_order(self, |x| {
@@ -405,6 +411,23 @@ fn sin_quadrant_rows(x: &PyTensor, quarter: i32) -> PyResult<PyTensor> {
         f64f,
         move |t: &Tensor| if quarter == 0 { t.sin() } else { t.cos() }.py(),
     )
+}
+
+/// ln (base 0), log2 (1), log10 (2): float32 and 16-bit floats on the CPU by `kernels::log_slice`.
+fn log_base(x: &PyTensor, base: u8) -> PyResult<PyTensor> {
+    use super::kernels::{ln_f32, log10_f32, log2_f32};
+    let (f32f, f64f): (fn(f32) -> f32, fn(f64) -> f64) = match base {
+        0 => (ln_f32, f64::ln),
+        1 => (log2_f32, f64::log2),
+        _ => (log10_f32, f64::log10),
+    };
+    unary_in_order(x, |x| {
+        slice_kernel_rows(x, move |s, d| super::kernels::log_slice(s, d, base), f32f, f64f, move |t: &Tensor| match base {
+            0 => t.log().py(),
+            1 => t.log().and_then(|l| l * std::f64::consts::LOG2_E).py(),
+            _ => t.log().and_then(|l| l * std::f64::consts::LOG10_E).py(),
+        })
+    })
 }
 
 /// A float op with a slice kernel for float32 (a vectorised loop plus a libm pass for rare
