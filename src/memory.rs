@@ -103,6 +103,7 @@ pub fn reserve(shape: Vec<i64>, dtype: &pyo3::Bound<'_, pyo3::PyAny>) -> pyo3::P
 /// once its tiles are made, and those holes between tiles would otherwise stay resident (about 30 MB
 /// of a 0.5B Q4_K file's 350).
 pub fn release_free_pages() {
+    crate::io::mapped::drop_kept();
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim only returns whole free pages of the allocator's own heaps.
     unsafe {

@@ -254,3 +254,26 @@ def test_op_outputs_start_on_a_cache_line():
         assert t.data_ptr() % 64 == 0
     v = cb.tensor(list(range(3000)), dtype=cb.float32)  # built by growing a list of values
     assert v.data_ptr() % 64 == 0 and v.tolist() == [float(i) for i in range(3000)]
+
+
+def test_huge_blocks_are_reused_and_zeroed_when_asked():
+    """Blocks of 32 MiB and more are mappings of their own (src/io/mapped.rs); a freed one is kept for
+    the next request of its size: ops writing every element reuse it as it was left, and zeroed
+    requests (zeros, the padding of a cat) get zeros, whichever block they are handed."""
+    n = (40 << 20) // 4
+    for _ in range(3):
+        a = cb.full((n,), 7.5)
+        ptr = a.data_ptr()
+        del a
+        b = cb.zeros(n)
+        assert b.data_ptr() % 64 == 0 and float(b.abs().max()) == 0.0 and int(b.count_nonzero()) == 0
+        del b
+        c = cb.ones(n) * 3
+        assert float(c.min()) == 3.0 == float(c.max())
+        del c
+    # other sizes after a kept block: a larger request, then the first size again
+    d = cb.arange(n + 4096, dtype=cb.float32)
+    assert d[-1].item() == float(n + 4095) and ptr > 0
+    del d
+    e = cb.zeros(n, dtype=cb.int32)
+    assert int(e.abs().max()) == 0
