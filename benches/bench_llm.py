@@ -121,9 +121,16 @@ def prompt_ids(n):
 
 
 def peak_rss_mib():
-    import resource
+    """This process's peak resident memory. Linux keeps `ru_maxrss` across fork and exec, so a child of
+    a parent that grew (writing a seeded file) would report the parent's peak: VmHWM is the peak of the
+    process's own address space."""
+    try:
+        with open("/proc/self/status") as f:
+            return next(int(ln.split()[1]) for ln in f if ln.startswith("VmHWM:")) / 1024
+    except (OSError, StopIteration, ValueError):
+        import resource
 
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def run_candle(ids, new, threads):
