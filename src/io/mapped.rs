@@ -255,11 +255,7 @@ unsafe fn take_huge(size: usize, zeroed: bool) -> *mut u8 {
         }
         return p;
     }
-    for slot in k.iter_mut().filter(|s| s.0 != 0) {
-        // SAFETY: a kept block is a mapping of its length that no one else holds.
-        unsafe { libc::munmap(slot.0 as *mut libc::c_void, slot.1) };
-        *slot = (0, 0);
-    }
+    unmap_kept(&mut k);
     drop(k);
     unsafe { alloc_huge(size) }
 }
@@ -284,7 +280,12 @@ unsafe fn free_huge(p: *mut u8, size: usize) {
 /// Unmaps the kept huge blocks (`take_huge`).
 pub fn drop_kept() {
     #[cfg(target_os = "linux")]
-    for slot in kept().iter_mut().filter(|s| s.0 != 0) {
+    unmap_kept(&mut kept());
+}
+
+#[cfg(target_os = "linux")]
+fn unmap_kept(k: &mut [(usize, usize); KEPT_SLOTS]) {
+    for slot in k.iter_mut().filter(|s| s.0 != 0) {
         // SAFETY: a kept block is a mapping of its length that no one else holds.
         unsafe { libc::munmap(slot.0 as *mut libc::c_void, slot.1) };
         *slot = (0, 0);

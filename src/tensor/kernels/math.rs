@@ -199,22 +199,15 @@ pub fn ln_pos_f32(x: f32) -> f32 {
 #[inline(always)]
 fn ln_parts(x: f32) -> (f32, f32) {
     let sub = x < f32::MIN_POSITIVE;
-    let bits = (if sub { x * 8_388_608.0 } else { x }).to_bits();
-    // Exponent counted from √½ (0x3f3504f3), so that the mantissa lands in [√½, √2).
-    let e = (bits.wrapping_sub(0x3f35_04f3) as i32) >> 23;
-    let m = f32::from_bits(bits.wrapping_sub((e as u32) << 23));
-    let e = e as f32 - if sub { 23.0 } else { 0.0 };
-    let f = m - 1.0;
-    let z = f * f;
-    let p = horner(f, &[3.333_333_1e-1, -2.499_999_4e-1, 2.000_071_4e-1, -1.666_805_7e-1, 1.424_932_3e-1, -1.242_014_1e-1, 1.167_699_9e-1, -1.151_461e-1, 7.037_683_6e-2]);
-    let y = (f * z).mul_add(p, (-0.5f32).mul_add(z, f));
-    (e, y)
+    let (e, y) = ln_parts_normal(if sub { x * 8_388_608.0 } else { x });
+    (e - if sub { 23.0 } else { 0.0 }, y)
 }
 
-/// `ln_parts` of a positive, normal, finite x: the same steps without the subnormal scaling.
+/// `ln_parts` of a positive, normal, finite x (no subnormal scaling).
 #[inline(always)]
 fn ln_parts_normal(x: f32) -> (f32, f32) {
     let bits = x.to_bits();
+    // Exponent counted from √½ (0x3f3504f3), so that the mantissa lands in [√½, √2).
     let e = (bits.wrapping_sub(0x3f35_04f3) as i32) >> 23;
     let m = f32::from_bits(bits.wrapping_sub((e as u32) << 23));
     let f = m - 1.0;
@@ -236,9 +229,9 @@ fn positive_normal(x: f32) -> bool {
 /// same operations as theirs, so the same bits.
 pub fn log_slice(src: &[f32], dst: &mut [f32], base: u8) {
     match base {
-        0 => normal_then_any(src, dst, &|x| { let (e, y) = ln_parts_normal(x); e.mul_add(0.693_359_4, e.mul_add(-2.121_944_4e-4, y)) }, &ln_f32),
-        1 => normal_then_any(src, dst, &|x| { let (e, y) = ln_parts_normal(x); y.mul_add(std::f32::consts::LOG2_E, e) }, &log2_f32),
-        _ => normal_then_any(src, dst, &|x| { let (e, y) = ln_parts_normal(x); e.mul_add(0.300_781_25, y.mul_add(std::f32::consts::LOG10_E, e * 2.487_456_7e-4)) }, &log10_f32),
+        0 => normal_then_any(src, dst, &|x| ln_of(ln_parts_normal(x)), &ln_f32),
+        1 => normal_then_any(src, dst, &|x| log2_of(ln_parts_normal(x)), &log2_f32),
+        _ => normal_then_any(src, dst, &|x| log10_of(ln_parts_normal(x)), &log10_f32),
     }
 }
 
@@ -273,23 +266,36 @@ fn log_specials(x: f32, v: f32) -> f32 {
 /// parts (Cephes' 0.693359375 + -2.12194440e-4) added to ln(m). Within 1.2 ulp.
 #[inline(always)]
 pub fn ln_f32(x: f32) -> f32 {
-    let (e, y) = ln_parts(x);
-    log_specials(x, e.mul_add(0.693_359_4, e.mul_add(-2.121_944_4e-4, y)))
+    log_specials(x, ln_of(ln_parts(x)))
+}
+
+/// ln(x) from its parts (e, ln(m)).
+#[inline(always)]
+fn ln_of((e, y): (f32, f32)) -> f32 {
+    e.mul_add(0.693_359_4, e.mul_add(-2.121_944_4e-4, y))
 }
 
 /// log2(x): e + ln(m)·log2(e) (within 2.3 ulp), exact at powers of two.
 #[inline(always)]
 pub fn log2_f32(x: f32) -> f32 {
-    let (e, y) = ln_parts(x);
-    log_specials(x, y.mul_add(std::f32::consts::LOG2_E, e))
+    log_specials(x, log2_of(ln_parts(x)))
+}
+
+#[inline(always)]
+fn log2_of((e, y): (f32, f32)) -> f32 {
+    y.mul_add(std::f32::consts::LOG2_E, e)
 }
 
 /// log10(x): e·log10(2) + ln(m)·log10(e), log10(2) in two parts (the first of 8 bits, so e times
 /// it is exact): within 2.3 ulp, and log10(1000) is 3.
 #[inline(always)]
 pub fn log10_f32(x: f32) -> f32 {
-    let (e, y) = ln_parts(x);
-    log_specials(x, e.mul_add(0.300_781_25, y.mul_add(std::f32::consts::LOG10_E, e * 2.487_456_7e-4)))
+    log_specials(x, log10_of(ln_parts(x)))
+}
+
+#[inline(always)]
+fn log10_of((e, y): (f32, f32)) -> f32 {
+    e.mul_add(0.300_781_25, y.mul_add(std::f32::consts::LOG10_E, e * 2.487_456_7e-4))
 }
 
 /// Past this |x| the reduction by π/2 in `sin_quadrant_f32` would lose digits (the third part of
